@@ -1,0 +1,83 @@
+#pragma once
+
+// cuctx::Error: the one exception type cuctx throws. Thread-safe (an immutable value).
+
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace cuctx {
+
+/// What went wrong, as cuctx classifies it. A driver failure that fits no narrower condition is
+/// `driver_error`; Error::result() then holds the CUresult.
+enum class Errc {
+    driver_error = 1,  ///< a driver call returned an error (see Error::result())
+    driver_not_found,  ///< libcuda.so.1 (or the configured path) could not be loaded
+    stub_driver,       ///< the CUDA toolkit's stub libcuda was loaded instead of the real driver
+    no_device,         ///< the driver works but sees no usable device
+    driver_too_old,    ///< the installed driver lacks an entry point cuctx needs
+    forked_after_init, ///< this process was forked after CUDA was initialised in its parent
+    invalid_argument,  ///< a cuctx call was given a value it cannot accept
+    invalid_state,     ///< a cuctx call was made in a state that does not allow it
+};
+
+/// The category of Errc values ("cuctx").
+const std::error_category& errorCategory() noexcept;
+/// The category of CUresult values ("cuda"): Error::code() uses it for driver failures. Its
+/// equivalent() maps CUresults onto the Errc conditions above, so `e.code() == Errc::no_device`
+/// holds for CUDA_ERROR_NO_DEVICE.
+const std::error_category& driverCategory() noexcept;
+
+std::error_condition make_error_condition(Errc e) noexcept;
+
+/// The symbolic name of a CUresult ("CUDA_ERROR_INVALID_CONTEXT"), from cuctx's own table since
+/// the stub driver returns none. A value cuda.h does not define gives "unknown CUresult".
+std::string_view resultName(int result) noexcept;
+/// A one-sentence description of a CUresult, from the same table.
+std::string_view resultDescription(int result) noexcept;
+
+/// Everything an Error says. Fields left empty are left out of the message.
+struct ErrorInfo {
+    Errc condition = Errc::driver_error;
+    int result = 0;        ///< the CUresult, 0 when the failure did not come from the driver
+    std::string call;      ///< the driver call or cuctx function that failed
+    std::string object;    ///< what it was called on: "device 0", "context 3 on device 0", a file
+    std::string detail;    ///< what cuctx found, in a sentence
+    std::string hint;      ///< what to do about it
+};
+
+/// The exception cuctx throws. The message is composed once, when the error is created, so the
+/// success path never formats anything. It names the call, the CUresult with its name, the object,
+/// the thread (id and name) and where in cuctx the failure was seen.
+class Error : public std::system_error {
+public:
+    explicit Error(ErrorInfo info, std::source_location where = std::source_location::current());
+
+    Errc condition() const noexcept { return info_.condition; }
+    /// The CUresult, or 0 when the failure did not come from the driver.
+    int result() const noexcept { return info_.result; }
+    const std::string& call() const noexcept { return info_.call; }
+    const std::string& object() const noexcept { return info_.object; }
+    const std::string& detail() const noexcept { return info_.detail; }
+    const std::string& hint() const noexcept { return info_.hint; }
+    /// The kernel thread id (gettid) of the thread that saw the failure.
+    long threadId() const noexcept { return threadId_; }
+    const std::string& threadName() const noexcept { return threadName_; }
+    const std::source_location& where() const noexcept { return where_; }
+
+    /// The whole message: what failed, on what, why, where, and what to do.
+    const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+    ErrorInfo info_;
+    std::string message_;
+    long threadId_;
+    std::string threadName_;
+    std::source_location where_;
+};
+
+} // namespace cuctx
+
+template <>
+struct std::is_error_condition_enum<cuctx::Errc> : std::true_type {};

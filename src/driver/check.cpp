@@ -1,0 +1,93 @@
+#include "driver/check.hpp"
+
+#include "driver/fork_state.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace cuctx::detail {
+namespace {
+
+// What to do, for the results a context library meets most often.
+const char* hintFor(CUresult result)
+{
+    switch (result) {
+    case CUDA_ERROR_STUB_LIBRARY:
+        return "The CUDA toolkit's stub libcuda.so was loaded instead of the driver: take "
+               "/usr/local/cuda/lib64/stubs out of LD_LIBRARY_PATH, or install the NVIDIA driver";
+    case CUDA_ERROR_NO_DEVICE:
+        return "The driver sees no GPU: check nvidia-smi, and that CUDA_VISIBLE_DEVICES does not hide "
+               "every device";
+    case CUDA_ERROR_NOT_INITIALIZED:
+        return "The driver is not initialised: call cuctx::Driver::load() first; in a forked child, "
+               "start the child before CUDA is initialised or exec a fresh program";
+    case CUDA_ERROR_INVALID_CONTEXT:
+        return "No valid context is current on this thread: enter one with cuctx::ContextGuard";
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        return "The context was destroyed while this thread still used it";
+    case CUDA_ERROR_INVALID_DEVICE:
+        return "The device ordinal is not one the driver sees (see cuctx-inspect devices)";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return "The device is out of memory: free memory or use a smaller working set";
+    default: return "";
+    }
+}
+
+} // namespace
+
+std::string describe(const Subject& subject)
+{
+    std::string text;
+    if (subject.name != nullptr)
+        text = subject.name;
+    if (subject.contextId != 0 || subject.context != nullptr) {
+        if (!text.empty())
+            text += " in ";
+        if (subject.contextId != 0) {
+            text += "context " + std::to_string(subject.contextId);
+        } else {
+            char handle[32];
+            std::snprintf(handle, sizeof handle, "%p", subject.context);
+            text += std::string("context ") + handle;
+        }
+    }
+    if (subject.device >= 0) {
+        text += text.empty() ? "device " : " on device ";
+        text += std::to_string(subject.device);
+    }
+    return text;
+}
+
+void throwDriverError(CUresult result, const char* call, const Subject& subject, std::source_location where)
+{
+    ErrorInfo info;
+    info.result = static_cast<int>(result);
+    info.call = call;
+    info.object = describe(subject);
+    info.hint = hintFor(result);
+    switch (result) {
+    case CUDA_ERROR_STUB_LIBRARY: info.condition = Errc::stub_driver; break;
+    case CUDA_ERROR_NO_DEVICE: info.condition = Errc::no_device; break;
+    case CUDA_ERROR_NOT_INITIALIZED:
+        if (forkedAfterInit())
+            throwForkedAfterInit(call);
+        info.condition = Errc::driver_error;
+        break;
+    default: info.condition = Errc::driver_error; break;
+    }
+    throw Error(std::move(info), where);
+}
+
+void throwError(Errc condition, std::string call, std::string detail, std::string hint, const Subject& subject,
+                std::source_location where)
+{
+    ErrorInfo info;
+    info.condition = condition;
+    info.call = std::move(call);
+    info.object = describe(subject);
+    info.detail = std::move(detail);
+    info.hint = std::move(hint);
+    throw Error(std::move(info), where);
+}
+
+} // namespace cuctx::detail

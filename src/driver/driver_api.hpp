@@ -1,0 +1,79 @@
+#pragma once
+
+// The driver's function table: the only place that names driver entry points. Each entry is
+// requested through cuGetProcAddress_v2 at the version pinned here, which must be the version of
+// the typedef it is called through (cudaTypedefs.h's PFN_<name>_v<version>): asking for a symbol
+// at another version silently returns another ABI (driver-facts.md).
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <span>
+#include <string>
+
+namespace cuctx::detail {
+
+// X(field, symbol, pinned version, Required|Optional)
+// A Required entry missing from the driver fails loading; an Optional one is reported where it
+// is used, naming the CUDA version it needs (requireEntry()).
+#define CUCTX_DRIVER_ENTRIES(X)                                                                    \
+    X(cuInit, cuInit, 2000, Required)                                                              \
+    X(cuDriverGetVersion, cuDriverGetVersion, 2020, Required)                                      \
+    X(cuGetErrorName, cuGetErrorName, 6000, Required)                                              \
+    X(cuGetErrorString, cuGetErrorString, 6000, Required)                                          \
+    X(cuDeviceGet, cuDeviceGet, 2000, Required)                                                    \
+    X(cuDeviceGetCount, cuDeviceGetCount, 2000, Required)                                          \
+    X(cuDeviceGetName, cuDeviceGetName, 2000, Required)                                            \
+    X(cuDeviceGetUuid, cuDeviceGetUuid, 11040, Required)                                           \
+    X(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010, Required)                                    \
+    X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, Required)                                  \
+    X(cuDeviceTotalMem, cuDeviceTotalMem, 3020, Required)                                          \
+    X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, Required)                      \
+    X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, Required)                          \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, Required)                       \
+    X(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags, 11000, Required)                     \
+    X(cuCtxCreate_v2, cuCtxCreate, 3020, Required)                                                 \
+    X(cuCtxCreate_v4, cuCtxCreate, 12050, Optional)                                                \
+    X(cuCtxDestroy, cuCtxDestroy, 4000, Required)                                                  \
+    X(cuCtxPushCurrent, cuCtxPushCurrent, 4000, Required)                                          \
+    X(cuCtxPopCurrent, cuCtxPopCurrent, 4000, Required)                                            \
+    X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, Required)                                            \
+    X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, Required)                                            \
+    X(cuCtxGetDevice, cuCtxGetDevice, 2000, Required)                                              \
+    X(cuCtxSynchronize, cuCtxSynchronize, 2000, Required)                                          \
+    X(cuCtxGetApiVersion, cuCtxGetApiVersion, 3020, Required)                                      \
+    X(cuCtxGetFlags, cuCtxGetFlags, 7000, Required)                                                \
+    X(cuCtxGetLimit, cuCtxGetLimit, 3010, Required)                                                \
+    X(cuCtxSetLimit, cuCtxSetLimit, 3010, Required)                                                \
+    X(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, 5050, Required)                    \
+    X(cuCtxGetCacheConfig, cuCtxGetCacheConfig, 3020, Required)                                    \
+    X(cuCtxGetId, cuCtxGetId, 12000, Optional)                                                     \
+    X(cuMemGetInfo, cuMemGetInfo, 3020, Required)                                                  \
+    X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)
+
+enum class EntryKind { Required, Optional };
+
+struct DriverApi {
+#define CUCTX_DRIVER_FIELD(field, symbol, version, kind) PFN_##symbol##_v##version field = nullptr;
+    CUCTX_DRIVER_ENTRIES(CUCTX_DRIVER_FIELD)
+#undef CUCTX_DRIVER_FIELD
+};
+
+/// One row of the table, for the loader and for error messages about missing entries.
+struct DriverEntry {
+    const char* field;
+    const char* symbol;
+    int version;
+    EntryKind kind;
+};
+
+/// The rows of CUCTX_DRIVER_ENTRIES, in order.
+std::span<const DriverEntry> driverEntries() noexcept;
+
+/// The row of a DriverApi field ("cuCtxGetId"), or nullptr.
+const DriverEntry* findDriverEntry(const char* field) noexcept;
+
+/// "12.5" for 12050.
+std::string formatCudaVersion(int version);
+
+} // namespace cuctx::detail

@@ -1,0 +1,30 @@
+#pragma once
+
+// The process-wide driver: loaded once, then reached through one atomic pointer.
+
+#include "driver/driver_api.hpp"
+
+#include <atomic>
+#include <source_location>
+
+namespace cuctx::detail {
+
+extern std::atomic<const DriverApi*> g_activeApi;
+
+[[gnu::cold]] const DriverApi& loadActiveApi();
+
+/// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that
+/// had initialised CUDA the pointer is cleared, so the next call reports the fork.
+inline const DriverApi& api()
+{
+    if (const DriverApi* p = g_activeApi.load(std::memory_order_acquire)) [[likely]]
+        return *p;
+    return loadActiveApi();
+}
+
+/// Throws Errc::driver_too_old, naming the CUDA version the entry needs and the driver's, when an
+/// Optional entry (`field` of DriverApi) is missing from the installed driver.
+void requireEntry(const void* entry, const char* field,
+                  std::source_location where = std::source_location::current());
+
+} // namespace cuctx::detail

@@ -1,0 +1,114 @@
+#include "log.hpp"
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace cuctx::detail {
+namespace {
+
+static_assert(static_cast<int>(LogLevel::trace) == spdlog::level::trace);
+static_assert(static_cast<int>(LogLevel::off) == spdlog::level::off);
+
+int levelFromEnvironment()
+{
+    const char* env = std::getenv("CUCTX_LOG_LEVEL");
+    if (env == nullptr || env[0] == '\0')
+        return static_cast<int>(LogLevel::warn);
+    const std::string value = env;
+    if (value == "warning")
+        return static_cast<int>(LogLevel::warn);
+    const auto level = spdlog::level::from_str(value); // gives "off" for an unknown name
+    if (level == spdlog::level::off && value != "off")
+        return static_cast<int>(LogLevel::warn);
+    return static_cast<int>(level);
+}
+
+// Forwards formatted messages to the embedding program's callback.
+class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+    explicit CallbackSink(LogSink sink) : sink_(std::move(sink)) {}
+
+protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override
+    {
+        sink_(static_cast<LogLevel>(msg.level), std::string_view(msg.payload.data(), msg.payload.size()));
+    }
+    void flush_() override {}
+
+private:
+    LogSink sink_;
+};
+
+std::shared_ptr<spdlog::logger> makeStderrLogger()
+{
+    // A logger that the program registered under our name before we first logged is used as is.
+    if (auto existing = spdlog::get("cuctx"))
+        return existing;
+    auto made = std::make_shared<spdlog::logger>("cuctx", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    made->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [cuctx] [%l] [tid %t] %v");
+    return made;
+}
+
+struct LoggerSlot {
+    std::mutex mutex;
+    std::shared_ptr<spdlog::logger> logger;
+};
+
+LoggerSlot& slot()
+{
+    static LoggerSlot* s = new LoggerSlot; // never destroyed: threads may log during exit
+    return *s;
+}
+
+} // namespace
+
+std::atomic<int> g_logLevel{levelFromEnvironment()};
+
+spdlog::logger& logger()
+{
+    LoggerSlot& s = slot();
+    std::lock_guard lock(s.mutex);
+    if (!s.logger)
+        s.logger = makeStderrLogger();
+    s.logger->set_level(spdlog::level::trace); // cuctx filters by its own level before this point
+    return *s.logger; // kept alive: a replaced logger is retired, never destroyed while in use
+}
+
+} // namespace cuctx::detail
+
+namespace cuctx {
+
+void setLogLevel(LogLevel level) noexcept
+{
+    detail::g_logLevel.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+LogLevel logLevel() noexcept
+{
+    return static_cast<LogLevel>(detail::g_logLevel.load(std::memory_order_relaxed));
+}
+
+void setLogSink(LogSink sink)
+{
+    auto& s = detail::slot();
+    std::shared_ptr<spdlog::logger> next;
+    if (sink)
+        next = std::make_shared<spdlog::logger>("cuctx", std::make_shared<detail::CallbackSink>(std::move(sink)));
+    else
+        next = detail::makeStderrLogger();
+    if (sink)
+        next->set_pattern("%v");
+    std::lock_guard lock(s.mutex);
+    // A thread may be logging through the old logger right now: keep it alive for the process.
+    static auto* retired = new std::vector<std::shared_ptr<spdlog::logger>>;
+    if (s.logger)
+        retired->push_back(std::move(s.logger));
+    s.logger = std::move(next);
+}
+
+} // namespace cuctx

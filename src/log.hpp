@@ -1,0 +1,51 @@
+#pragma once
+
+// cuctx's one named logger ("cuctx"). A disabled level costs one relaxed atomic load.
+
+#include "cuctx/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <utility>
+
+namespace cuctx::detail {
+
+extern std::atomic<int> g_logLevel; // a LogLevel value
+
+inline bool logEnabled(LogLevel level) noexcept
+{
+    return static_cast<int>(level) >= g_logLevel.load(std::memory_order_relaxed);
+}
+
+spdlog::logger& logger();
+
+template <typename... Args>
+void logAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args)
+{
+    if (logEnabled(level)) [[unlikely]]
+        logger().log(static_cast<spdlog::level::level_enum>(level), format, std::forward<Args>(args)...);
+}
+
+template <typename... Args>
+void logTrace(fmt::format_string<Args...> format, Args&&... args)
+{
+    logAt(LogLevel::trace, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void logDebug(fmt::format_string<Args...> format, Args&&... args)
+{
+    logAt(LogLevel::debug, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void logWarn(fmt::format_string<Args...> format, Args&&... args)
+{
+    logAt(LogLevel::warn, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void logError(fmt::format_string<Args...> format, Args&&... args)
+{
+    logAt(LogLevel::error, format, std::forward<Args>(args)...);
+}
+
+} // namespace cuctx::detail

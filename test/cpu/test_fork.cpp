@@ -1,0 +1,71 @@
+// A child forked after CUDA was initialised must fail fast, before any driver call, with an error
+// that says so (driver-facts.md: the driver answers such a child with CUDA_ERROR_NOT_INITIALIZED).
+
+#include <catch2/catch.hpp>
+
+#include "fake_env.hpp"
+
+#include "cuctx/device.hpp"
+#include "cuctx/driver.hpp"
+#include "cuctx/error.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace {
+
+// Runs `body` in a forked child; its return value becomes the child's exit status.
+template <typename Body>
+int inChild(Body body)
+{
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int code = 99;
+        try {
+            code = body();
+        } catch (...) {
+            code = 98;
+        }
+        _exit(code);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+} // namespace
+
+TEST_CASE("a child forked after initialisation gets forked_after_init, before any driver call", "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    REQUIRE(cuctx::Device::count() == 2); // the parent has initialised CUDA
+    const int parent = static_cast<int>(getpid());
+    const int status = inChild([parent] {
+        const long callsBefore = cuctx_fake_total_calls();
+        try {
+            (void)cuctx::Device::count();
+            return 1;
+        } catch (const cuctx::Error& e) {
+            if (e.condition() != cuctx::Errc::forked_after_init)
+                return 2;
+            const std::string m = e.what();
+            if (m.find("forked after CUDA was initialized in process " + std::to_string(parent)) == std::string::npos)
+                return 3;
+            if (m.find("exec") == std::string::npos)
+                return 4;
+        }
+        if (cuctx_fake_total_calls() != callsBefore)
+            return 5; // cuctx called the driver
+        const auto st = cuctx::Driver::status();
+        if (st.loaded || st.condition != cuctx::Errc::forked_after_init)
+            return 6;
+        return 0;
+    });
+    CHECK(status == 0);
+    // The parent is untouched.
+    CHECK(cuctx::Device::count() == 2);
+}

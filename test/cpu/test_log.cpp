@@ -1,0 +1,56 @@
+#include <catch2/catch.hpp>
+
+#include "fake_env.hpp"
+
+#include "cuctx/device.hpp"
+#include "cuctx/log.hpp"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Captured {
+    std::mutex mutex;
+    std::vector<std::pair<cuctx::LogLevel, std::string>> lines;
+};
+
+} // namespace
+
+TEST_CASE("an embedding program receives cuctx's log through its own sink", "[log]")
+{
+    cuctx::test::FakeEnvironment env;
+    auto captured = std::make_shared<Captured>();
+    cuctx::setLogSink([captured](cuctx::LogLevel level, std::string_view message) {
+        std::lock_guard lock(captured->mutex);
+        captured->lines.emplace_back(level, std::string(message));
+    });
+    const auto previous = cuctx::logLevel();
+    cuctx::setLogLevel(cuctx::LogLevel::warn);
+
+    // A pop that returns the wrong context inside memoryInfo is logged as an error, not thrown.
+    cuctx_fake_fail("cuCtxPopCurrent", CUDA_ERROR_INVALID_CONTEXT, 1);
+    (void)cuctx::Device::get(0).memoryInfo();
+
+    cuctx::setLogSink({});
+    cuctx::setLogLevel(previous);
+    std::lock_guard lock(captured->mutex);
+    REQUIRE(captured->lines.size() == 1);
+    CHECK(captured->lines[0].first == cuctx::LogLevel::error);
+    CHECK_THAT(captured->lines[0].second, Catch::Contains("cuCtxPopCurrent gave CUDA_ERROR_INVALID_CONTEXT"));
+}
+
+TEST_CASE("messages below the level are not delivered", "[log]")
+{
+    cuctx::test::FakeEnvironment env;
+    int delivered = 0;
+    cuctx::setLogSink([&delivered](cuctx::LogLevel, std::string_view) { ++delivered; });
+    const auto previous = cuctx::logLevel();
+    cuctx::setLogLevel(cuctx::LogLevel::critical);
+    cuctx_fake_fail("cuCtxPopCurrent", CUDA_ERROR_INVALID_CONTEXT, 1);
+    (void)cuctx::Device::get(0).memoryInfo();
+    cuctx::setLogSink({});
+    cuctx::setLogLevel(previous);
+    CHECK(delivered == 0);
+}

@@ -1,0 +1,691 @@
+// The fake CUDA driver: see fake_driver.hpp for what it models and how it is controlled.
+
+#include "fake_driver.hpp"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kTotalMemory = 80ull << 30;
+constexpr std::size_t kContextMemory = 512ull << 20;
+
+struct FakeContext {
+    unsigned long long id;
+    int device;
+    unsigned flags;
+    bool primary;
+    std::atomic<bool> destroyed{false};
+};
+
+struct PrimaryState {
+    int refcount = 0;
+    unsigned flags = 0;
+    FakeContext* context = nullptr;
+};
+
+struct Injection {
+    int result;
+    int countdown;
+};
+
+struct State {
+    std::mutex mutex;
+    bool initialised = false;
+    bool initFailed = false;
+    pid_t initPid = 0;
+    int devices = 2;
+    int version = 13000;
+    std::set<std::string> hidden;
+    unsigned long long nextId = 1;
+    std::vector<PrimaryState> primaries;
+    std::set<FakeContext*> liveCreated;
+    // Every context ever made, never freed: a stale handle must stay readable, as in the driver.
+    std::vector<std::unique_ptr<FakeContext>> allContexts;
+    std::map<std::string, long> calls;
+    std::map<std::string, std::vector<Injection>> injections;
+    long totalCalls = 0;
+};
+
+State& state()
+{
+    static State* s = new State; // never destroyed: stale handles stay readable
+    return *s;
+}
+
+std::atomic<unsigned> g_generation{1};
+
+struct ThreadStack {
+    unsigned generation = 0;
+    std::vector<FakeContext*> contexts;
+};
+
+std::vector<FakeContext*>& stack()
+{
+    thread_local ThreadStack t;
+    const unsigned g = g_generation.load(std::memory_order_acquire);
+    if (t.generation != g) {
+        t.generation = g;
+        t.contexts.clear();
+    }
+    return t.contexts;
+}
+
+FakeContext* top()
+{
+    auto& s = stack();
+    return s.empty() ? nullptr : s.back();
+}
+
+int envInt(const char* name, int fallback)
+{
+    const char* v = std::getenv(name);
+    return (v != nullptr && v[0] != '\0') ? std::atoi(v) : fallback;
+}
+
+// Every entry point starts here: counts the call, applies an injected failure, and models the
+// states in which the real driver refuses everything (fork after init, failed or missing cuInit).
+// Returns CUDA_SUCCESS to go on.
+CUresult enter(const char* name, bool needsInit = true)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    ++s.calls[name];
+    ++s.totalCalls;
+    auto it = s.injections.find(name);
+    if (it != s.injections.end()) {
+        for (auto inj = it->second.begin(); inj != it->second.end(); ++inj) {
+            if (--inj->countdown == 0) {
+                const int r = inj->result;
+                it->second.erase(inj);
+                return static_cast<CUresult>(r);
+            }
+        }
+    }
+    if (s.initPid != 0 && s.initPid != getpid())
+        return CUDA_ERROR_NOT_INITIALIZED; // a child forked after cuInit: poisoned for good
+    if (needsInit && (!s.initialised || s.initFailed))
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return CUDA_SUCCESS;
+}
+
+#define FAKE_ENTER(...)                                                                            \
+    do {                                                                                           \
+        if (CUresult entered_ = enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)                      \
+            return entered_;                                                                       \
+    } while (0)
+
+FakeContext* newContext(State& s, int device, unsigned flags, bool primary)
+{
+    s.allContexts.push_back(std::unique_ptr<FakeContext>(new FakeContext{s.nextId++, device, flags, primary}));
+    return s.allContexts.back().get();
+}
+
+bool validDevice(CUdevice d)
+{
+    return d >= 0 && d < state().devices;
+}
+
+// The current context for calls that need one; 201 without, 709 if it was destroyed.
+CUresult currentForWork(FakeContext** out)
+{
+    FakeContext* c = top();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (c->destroyed.load())
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeInit(unsigned int flags)
+{
+    FAKE_ENTER("cuInit", false);
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (s.initialised)
+        return s.initFailed ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+    s.initialised = true;
+    s.initPid = getpid();
+    if (s.devices == 0) {
+        s.initFailed = true;
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDriverGetVersion(int* version)
+{
+    FAKE_ENTER("cuDriverGetVersion", false);
+    if (version == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = state().version;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeGetErrorName(CUresult, const char** text)
+{
+    FAKE_ENTER("cuGetErrorName", false);
+    *text = nullptr; // like the stub: cuctx must not depend on the driver's strings
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI fakeGetErrorString(CUresult, const char** text)
+{
+    FAKE_ENTER("cuGetErrorString", false);
+    *text = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI fakeDeviceGet(CUdevice* device, int ordinal)
+{
+    FAKE_ENTER("cuDeviceGet");
+    if (!validDevice(ordinal))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceGetCount(int* count)
+{
+    FAKE_ENTER("cuDeviceGetCount");
+    *count = state().devices;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceGetName(char* name, int len, CUdevice device)
+{
+    FAKE_ENTER("cuDeviceGetName");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    const std::string text = "cuctx Fake GPU " + std::to_string(device);
+    std::strncpy(name, text.c_str(), static_cast<std::size_t>(len));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceGetUuid(CUuuid* uuid, CUdevice device)
+{
+    FAKE_ENTER("cuDeviceGetUuid");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    for (int i = 0; i < 16; ++i)
+        uuid->bytes[i] = static_cast<char>(0x10 * device + i);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceGetPCIBusId(char* id, int len, CUdevice device)
+{
+    FAKE_ENTER("cuDeviceGetPCIBusId");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    char text[32];
+    std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x10 + device);
+    std::strncpy(id, text, static_cast<std::size_t>(len));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device)
+{
+    FAKE_ENTER("cuDeviceGetAttribute");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 << 20; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 0x10 + device; break;
+    default: *value = 1; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDeviceTotalMem(size_t* bytes, CUdevice device)
+{
+    FAKE_ENTER("cuDeviceTotalMem");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = kTotalMemory;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakePrimaryGetState(CUdevice device, unsigned int* flags, int* active)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxGetState");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    const PrimaryState& p = s.primaries[static_cast<std::size_t>(device)];
+    *flags = p.flags;
+    *active = p.refcount > 0 ? 1 : 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakePrimaryRetain(CUcontext* out, CUdevice device)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxRetain");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    PrimaryState& p = s.primaries[static_cast<std::size_t>(device)];
+    if (p.refcount++ == 0)
+        p.context = newContext(s, device, p.flags, true);
+    *out = reinterpret_cast<CUcontext>(p.context);
+    return CUDA_SUCCESS; // retaining does not push (driver-facts.md)
+}
+
+CUresult CUDAAPI fakePrimaryRelease(CUdevice device)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxRelease");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    PrimaryState& p = s.primaries[static_cast<std::size_t>(device)];
+    if (p.refcount == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (--p.refcount == 0) {
+        p.context->destroyed = true;
+        p.context = nullptr;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakePrimarySetFlags(CUdevice device, unsigned int flags)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxSetFlags");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.primaries[static_cast<std::size_t>(device)].flags = flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult createContext(const char* name, CUcontext* out, unsigned flags, CUdevice device)
+{
+    FAKE_ENTER(name);
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    State& s = state();
+    FakeContext* c = nullptr;
+    {
+        std::lock_guard lock(s.mutex);
+        c = newContext(s, device, flags, false);
+        s.liveCreated.insert(c);
+    }
+    stack().push_back(c); // creating pushes (driver-facts.md)
+    *out = reinterpret_cast<CUcontext>(c);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxCreateV2(CUcontext* out, unsigned int flags, CUdevice device)
+{
+    return createContext("cuCtxCreate_v2", out, flags, device);
+}
+
+CUresult CUDAAPI fakeCtxCreateV4(CUcontext* out, CUctxCreateParams*, unsigned int flags, CUdevice device)
+{
+    return createContext("cuCtxCreate_v4", out, flags, device);
+}
+
+CUresult CUDAAPI fakeCtxDestroy(CUcontext ctx)
+{
+    FAKE_ENTER("cuCtxDestroy");
+    auto* c = reinterpret_cast<FakeContext*>(ctx);
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (c->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (c->destroyed.exchange(true))
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    {
+        State& s = state();
+        std::lock_guard lock(s.mutex);
+        s.liveCreated.erase(c);
+    }
+    // Current on the calling thread: popped. Current elsewhere: stays there, stale (driver-facts.md).
+    auto& st = stack();
+    if (!st.empty() && st.back() == c)
+        st.pop_back();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxPush(CUcontext ctx)
+{
+    FAKE_ENTER("cuCtxPushCurrent");
+    if (ctx == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    stack().push_back(reinterpret_cast<FakeContext*>(ctx)); // a duplicate push is allowed
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxPop(CUcontext* out)
+{
+    FAKE_ENTER("cuCtxPopCurrent");
+    auto& st = stack();
+    if (st.empty())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (out != nullptr)
+        *out = reinterpret_cast<CUcontext>(st.back());
+    st.pop_back();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetCurrent(CUcontext* out)
+{
+    FAKE_ENTER("cuCtxGetCurrent");
+    *out = reinterpret_cast<CUcontext>(top());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxSetCurrent(CUcontext ctx)
+{
+    FAKE_ENTER("cuCtxSetCurrent");
+    auto& st = stack();
+    if (ctx == nullptr) {
+        if (!st.empty())
+            st.pop_back();
+        return CUDA_SUCCESS;
+    }
+    if (st.empty())
+        st.push_back(reinterpret_cast<FakeContext*>(ctx));
+    else
+        st.back() = reinterpret_cast<FakeContext*>(ctx); // replaces the top, does not push
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetDevice(CUdevice* device)
+{
+    FAKE_ENTER("cuCtxGetDevice");
+    FakeContext* c = top();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = c->device; // still answers for a destroyed context (driver-facts.md)
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxSynchronize()
+{
+    FAKE_ENTER("cuCtxSynchronize");
+    FakeContext* c = nullptr;
+    return currentForWork(&c);
+}
+
+CUresult CUDAAPI fakeCtxGetApiVersion(CUcontext ctx, unsigned int* version)
+{
+    FAKE_ENTER("cuCtxGetApiVersion");
+    if (ctx == nullptr && top() == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetFlags(unsigned int* flags)
+{
+    FAKE_ENTER("cuCtxGetFlags");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    *flags = c->flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetLimit(size_t* value, CUlimit limit)
+{
+    FAKE_ENTER("cuCtxGetLimit");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    *value = limit == CU_LIMIT_STACK_SIZE ? 1024 : 1 << 20;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxSetLimit(CUlimit, size_t)
+{
+    FAKE_ENTER("cuCtxSetLimit");
+    FakeContext* c = nullptr;
+    return currentForWork(&c);
+}
+
+CUresult CUDAAPI fakeCtxGetStreamPriorityRange(int* least, int* greatest)
+{
+    FAKE_ENTER("cuCtxGetStreamPriorityRange");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    *least = 0;
+    *greatest = -5;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetCacheConfig(CUfunc_cache* config)
+{
+    FAKE_ENTER("cuCtxGetCacheConfig");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    *config = CU_FUNC_CACHE_PREFER_NONE;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetId(CUcontext ctx, unsigned long long* id)
+{
+    FAKE_ENTER("cuCtxGetId");
+    FakeContext* c = ctx != nullptr ? reinterpret_cast<FakeContext*>(ctx) : top();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *id = c->id;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeMemGetInfo(size_t* free, size_t* total)
+{
+    FAKE_ENTER("cuMemGetInfo");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    std::size_t used = 0;
+    for (const FakeContext* live : s.liveCreated)
+        used += live->device == c->device ? kContextMemory : 0;
+    if (s.primaries[static_cast<std::size_t>(c->device)].refcount > 0)
+        used += kContextMemory;
+    *free = kTotalMemory - used;
+    *total = kTotalMemory;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeModuleGetLoadingMode(CUmoduleLoadingMode* mode)
+{
+    FAKE_ENTER("cuModuleGetLoadingMode");
+    *mode = CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
+}
+
+struct Export {
+    const char* symbol;
+    int version; // the CUDA version that introduced this ABI
+    void* function;
+};
+
+#define FAKE_EXPORT(symbol, version, fn) Export{symbol, version, reinterpret_cast<void*>(&fn)}
+const Export kExports[] = {
+    FAKE_EXPORT("cuInit", 2000, fakeInit),
+    FAKE_EXPORT("cuDriverGetVersion", 2020, fakeDriverGetVersion),
+    FAKE_EXPORT("cuGetErrorName", 6000, fakeGetErrorName),
+    FAKE_EXPORT("cuGetErrorString", 6000, fakeGetErrorString),
+    FAKE_EXPORT("cuDeviceGet", 2000, fakeDeviceGet),
+    FAKE_EXPORT("cuDeviceGetCount", 2000, fakeDeviceGetCount),
+    FAKE_EXPORT("cuDeviceGetName", 2000, fakeDeviceGetName),
+    FAKE_EXPORT("cuDeviceGetUuid", 11040, fakeDeviceGetUuid),
+    FAKE_EXPORT("cuDeviceGetPCIBusId", 4010, fakeDeviceGetPCIBusId),
+    FAKE_EXPORT("cuDeviceGetAttribute", 2000, fakeDeviceGetAttribute),
+    FAKE_EXPORT("cuDeviceTotalMem", 3020, fakeDeviceTotalMem),
+    FAKE_EXPORT("cuDevicePrimaryCtxGetState", 7000, fakePrimaryGetState),
+    FAKE_EXPORT("cuDevicePrimaryCtxRetain", 7000, fakePrimaryRetain),
+    FAKE_EXPORT("cuDevicePrimaryCtxRelease", 11000, fakePrimaryRelease),
+    FAKE_EXPORT("cuDevicePrimaryCtxSetFlags", 11000, fakePrimarySetFlags),
+    FAKE_EXPORT("cuCtxCreate", 12050, fakeCtxCreateV4),
+    FAKE_EXPORT("cuCtxCreate", 3020, fakeCtxCreateV2),
+    FAKE_EXPORT("cuCtxDestroy", 4000, fakeCtxDestroy),
+    FAKE_EXPORT("cuCtxPushCurrent", 4000, fakeCtxPush),
+    FAKE_EXPORT("cuCtxPopCurrent", 4000, fakeCtxPop),
+    FAKE_EXPORT("cuCtxGetCurrent", 4000, fakeCtxGetCurrent),
+    FAKE_EXPORT("cuCtxSetCurrent", 4000, fakeCtxSetCurrent),
+    FAKE_EXPORT("cuCtxGetDevice", 2000, fakeCtxGetDevice),
+    FAKE_EXPORT("cuCtxSynchronize", 2000, fakeCtxSynchronize),
+    FAKE_EXPORT("cuCtxGetApiVersion", 3020, fakeCtxGetApiVersion),
+    FAKE_EXPORT("cuCtxGetFlags", 7000, fakeCtxGetFlags),
+    FAKE_EXPORT("cuCtxGetLimit", 3010, fakeCtxGetLimit),
+    FAKE_EXPORT("cuCtxSetLimit", 3010, fakeCtxSetLimit),
+    FAKE_EXPORT("cuCtxGetStreamPriorityRange", 5050, fakeCtxGetStreamPriorityRange),
+    FAKE_EXPORT("cuCtxGetCacheConfig", 3020, fakeCtxGetCacheConfig),
+    FAKE_EXPORT("cuCtxGetId", 12000, fakeCtxGetId),
+    FAKE_EXPORT("cuMemGetInfo", 3020, fakeMemGetInfo),
+    FAKE_EXPORT("cuModuleGetLoadingMode", 11070, fakeModuleGetLoadingMode),
+};
+#undef FAKE_EXPORT
+
+void configureFromEnvironment(State& s)
+{
+    s.devices = envInt("CUCTX_FAKE_DEVICES", 2);
+    s.version = envInt("CUCTX_FAKE_DRIVER_VERSION", 13000);
+    s.hidden.clear();
+    if (const char* hide = std::getenv("CUCTX_FAKE_HIDE")) {
+        std::string list = hide;
+        std::size_t start = 0;
+        while (start <= list.size()) {
+            const std::size_t comma = list.find(',', start);
+            const std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            if (!name.empty())
+                s.hidden.insert(name);
+            if (comma == std::string::npos)
+                break;
+            start = comma + 1;
+        }
+    }
+    s.primaries.assign(static_cast<std::size_t>(s.devices > 0 ? s.devices : 0), PrimaryState{});
+}
+
+[[gnu::constructor]] void initialiseFake()
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    configureFromEnvironment(s);
+}
+
+} // namespace
+
+extern "C" {
+
+// The one symbol cuctx looks up with dlsym; everything else is reached through it.
+[[gnu::visibility("default")]] CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                                                   cuuint64_t, CUdriverProcAddressQueryResult* found)
+{
+    State& s = state();
+    {
+        std::lock_guard lock(s.mutex);
+        ++s.calls["cuGetProcAddress_v2"];
+        if (cudaVersion > s.version)
+            return CUDA_ERROR_INVALID_VALUE; // asked for a newer ABI than this driver has
+    }
+    *pfn = nullptr;
+    if (found != nullptr)
+        *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (s.hidden.count(symbol) != 0)
+        return CUDA_SUCCESS; // success with a NULL pointer, as the real driver does for unknown names
+    // The newest ABI introduced at or before the requested version (driver-facts.md).
+    const Export* best = nullptr;
+    for (const Export& e : kExports)
+        if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
+            best = &e;
+    if (best == nullptr) {
+        if (found != nullptr)
+            *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        return CUDA_SUCCESS;
+    }
+    *pfn = best->function;
+    if (found != nullptr)
+        *found = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+void cuctx_fake_reset()
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    // Initialisation survives a reset (as it does in a real process, and so that a loaded cuctx
+    // keeps working), but its outcome follows the new device count.
+    s.liveCreated.clear();
+    s.calls.clear();
+    s.injections.clear();
+    s.totalCalls = 0;
+    configureFromEnvironment(s);
+    s.initFailed = s.initialised && s.devices == 0;
+    g_generation.fetch_add(1, std::memory_order_release);
+}
+
+void cuctx_fake_fail(const char* symbol, int result, int nth)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.injections[symbol].push_back(Injection{result, nth});
+}
+
+long cuctx_fake_calls(const char* symbol)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    auto it = s.calls.find(symbol);
+    return it == s.calls.end() ? 0 : it->second;
+}
+
+long cuctx_fake_total_calls()
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    return s.totalCalls;
+}
+
+int cuctx_fake_live_contexts()
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    return static_cast<int>(s.liveCreated.size());
+}
+
+int cuctx_fake_primary_refcount(int device)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (device < 0 || static_cast<std::size_t>(device) >= s.primaries.size())
+        return -1;
+    return s.primaries[static_cast<std::size_t>(device)].refcount;
+}
+
+} // extern "C"

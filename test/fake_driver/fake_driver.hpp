@@ -1,0 +1,36 @@
+#pragma once
+
+// Control of the fake CUDA driver (libcuctx-fake-cuda.so), a test double of the driver that cuctx
+// loads through its ordinary loader (Driver::setLibraryPath or CUCTX_DRIVER_PATH). It models the
+// semantics measured in shared/design/driver-facts.md: per-thread context stacks, push/pop/set,
+// destroy while current elsewhere, primary-context reference counts, fork poisoning. Every
+// behaviour it models has a conformance test that runs against the real driver on the GPU.
+//
+// Configuration read at each cuInit: CUCTX_FAKE_DEVICES (default 2), CUCTX_FAKE_DRIVER_VERSION
+// (default 13000), CUCTX_FAKE_HIDE (comma-separated entry points the fake pretends not to have).
+
+extern "C" {
+
+/// Forgets all state (devices, contexts, counters, injected failures) and rereads the environment.
+/// Whether cuInit was called survives (a real process cannot undo it); with CUCTX_FAKE_DEVICES=0
+/// cuInit then answers CUDA_ERROR_NO_DEVICE. Every thread's stack is cleared (lazily, at its next
+/// call).
+void cuctx_fake_reset();
+
+/// Makes the `nth` next call (1 = the very next) of the entry point `symbol` return `result`
+/// without doing anything.
+void cuctx_fake_fail(const char* symbol, int result, int nth);
+
+/// How many times `symbol` has been called since the last reset.
+long cuctx_fake_calls(const char* symbol);
+
+/// Calls of every entry point since the last reset.
+long cuctx_fake_total_calls();
+
+/// Contexts created (cuCtxCreate) and not yet destroyed.
+int cuctx_fake_live_contexts();
+
+/// The primary context's retain count on `device`.
+int cuctx_fake_primary_refcount(int device);
+
+} // extern "C"

@@ -1,0 +1,51 @@
+#pragma once
+
+// A small streaming JSON writer for cuctx-inspect's --json output: objects, arrays, strings
+// (escaped), numbers, booleans and null, pretty-printed with two-space indentation.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuctx::tools {
+
+class JsonWriter {
+public:
+    JsonWriter& beginObject();
+    JsonWriter& endObject();
+    JsonWriter& beginArray();
+    JsonWriter& endArray();
+    /// The name of the next member (inside an object).
+    JsonWriter& key(std::string_view name);
+    JsonWriter& value(std::string_view text);
+    JsonWriter& value(const char* text) { return value(std::string_view(text)); }
+    JsonWriter& value(std::int64_t number);
+    JsonWriter& value(std::uint64_t number);
+    JsonWriter& value(int number) { return value(static_cast<std::int64_t>(number)); }
+    JsonWriter& value(unsigned number) { return value(static_cast<std::uint64_t>(number)); }
+    JsonWriter& value(bool flag);
+    JsonWriter& null();
+    template <typename T>
+    JsonWriter& value(const std::optional<T>& maybe)
+    {
+        return maybe ? value(*maybe) : null();
+    }
+
+    /// The document so far, with a final newline once the outermost value is closed.
+    const std::string& text() const { return out_; }
+
+private:
+    void beforeValue();
+    void newline();
+
+    std::string out_;
+    std::vector<bool> hasMembers_; // one per open container
+    bool afterKey_ = false;
+};
+
+/// `text` as a JSON string literal, quotes included.
+std::string jsonQuote(std::string_view text);
+
+} // namespace cuctx::tools
