@@ -25,6 +25,8 @@ public:
         case Errc::forked_after_init: return "the process was forked after CUDA was initialised";
         case Errc::invalid_argument: return "invalid argument";
         case Errc::invalid_state: return "invalid state";
+        case Errc::stack_mismatch: return "the thread's context stack was changed behind cuctx's back";
+        case Errc::context_busy: return "the context is current on another thread";
         }
         return "unknown cuctx error";
     }

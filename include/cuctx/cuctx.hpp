@@ -2,6 +2,11 @@
 
 // The umbrella header: everything cuctx offers.
 
+#include "cuctx/context.hpp"
+#include "cuctx/context_binding.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/context_options.hpp"
+#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/device_properties.hpp"
 #include "cuctx/driver.hpp"

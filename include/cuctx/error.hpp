@@ -20,6 +20,8 @@ enum class Errc {
     forked_after_init, ///< this process was forked after CUDA was initialised in its parent
     invalid_argument,  ///< a cuctx call was given a value it cannot accept
     invalid_state,     ///< a cuctx call was made in a state that does not allow it
+    stack_mismatch,    ///< the thread's context stack is not what cuctx left there (foreign change)
+    context_busy,      ///< a context that allows one thread at a time is current on another thread
 };
 
 /// The category of Errc values ("cuctx").

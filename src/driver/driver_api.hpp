@@ -49,7 +49,13 @@ namespace cuctx::detail {
     X(cuCtxGetCacheConfig, cuCtxGetCacheConfig, 3020, Required)                                    \
     X(cuCtxGetId, cuCtxGetId, 12000, Optional)                                                     \
     X(cuMemGetInfo, cuMemGetInfo, 3020, Required)                                                  \
-    X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)
+    X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)                            \
+    X(cuDeviceGetDevResource, cuDeviceGetDevResource, 12040, Optional)                            \
+    X(cuDevSmResourceSplitByCount, cuDevSmResourceSplitByCount, 12040, Optional)                  \
+    X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc, 12040, Optional)                      \
+    X(cuGreenCtxCreate, cuGreenCtxCreate, 12040, Optional)                                        \
+    X(cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, Optional)                                      \
+    X(cuCtxFromGreenCtx, cuCtxFromGreenCtx, 12040, Optional)
 
 enum class EntryKind { Required, Optional };
 

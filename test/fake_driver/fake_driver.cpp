@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -55,8 +57,10 @@ struct State {
     std::set<FakeContext*> liveCreated;
     // Every context ever made, never freed: a stale handle must stay readable, as in the driver.
     std::vector<std::unique_ptr<FakeContext>> allContexts;
-    std::map<std::string, long> calls;
-    std::map<std::string, std::vector<Injection>> injections;
+    std::vector<std::unique_ptr<struct FakeGreen>> greens;
+    // Transparent comparators: counting a call must not allocate (guards are tested for that).
+    std::map<std::string, long, std::less<>> calls;
+    std::map<std::string, std::vector<Injection>, std::less<>> injections;
     long totalCalls = 0;
 };
 
@@ -103,9 +107,12 @@ CUresult enter(const char* name, bool needsInit = true)
 {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    ++s.calls[name];
+    auto counter = s.calls.find(std::string_view(name));
+    if (counter == s.calls.end())
+        counter = s.calls.emplace(name, 0).first;
+    ++counter->second;
     ++s.totalCalls;
-    auto it = s.injections.find(name);
+    auto it = s.injections.find(std::string_view(name));
     if (it != s.injections.end()) {
         for (auto inj = it->second.begin(); inj != it->second.end(); ++inj) {
             if (--inj->countdown == 0) {
@@ -527,6 +534,95 @@ CUresult CUDAAPI fakeModuleGetLoadingMode(CUmoduleLoadingMode* mode)
     return CUDA_SUCCESS;
 }
 
+// Green contexts: an SM split of the device, with a context of its own.
+struct FakeGreen {
+    FakeContext* context;
+    bool destroyed = false;
+};
+
+CUresult CUDAAPI fakeDeviceGetDevResource(CUdevice device, CUdevResource* resource, CUdevResourceType type)
+{
+    FAKE_ENTER("cuDeviceGetDevResource");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_VALUE;
+    *resource = CUdevResource{};
+    resource->type = CU_DEV_RESOURCE_TYPE_SM;
+    resource->sm.smCount = 132;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDevSmResourceSplitByCount(CUdevResource* result, unsigned int* groups, const CUdevResource* input,
+                                               CUdevResource* remaining, unsigned int, unsigned int minCount)
+{
+    FAKE_ENTER("cuDevSmResourceSplitByCount");
+    if (input == nullptr || groups == nullptr || minCount == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned possible = input->sm.smCount / minCount;
+    *groups = std::min(*groups, possible);
+    for (unsigned i = 0; i < *groups; ++i) {
+        result[i] = *input;
+        result[i].sm.smCount = minCount;
+    }
+    if (remaining != nullptr) {
+        *remaining = *input;
+        remaining->sm.smCount = input->sm.smCount - *groups * minCount;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeDevResourceGenerateDesc(CUdevResourceDesc* desc, CUdevResource* resources, unsigned int count)
+{
+    FAKE_ENTER("cuDevResourceGenerateDesc");
+    if (desc == nullptr || resources == nullptr || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *desc = reinterpret_cast<CUdevResourceDesc>(resources); // only passed back to cuGreenCtxCreate
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeGreenCtxCreate(CUgreenCtx* out, CUdevResourceDesc, CUdevice device, unsigned int flags)
+{
+    FAKE_ENTER("cuGreenCtxCreate");
+    if (!validDevice(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if ((flags & CU_GREEN_CTX_DEFAULT_STREAM) == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    FakeContext* c = newContext(s, device, 0, false);
+    s.liveCreated.insert(c);
+    auto* green = new FakeGreen{c};
+    s.greens.push_back(std::unique_ptr<FakeGreen>(green));
+    *out = reinterpret_cast<CUgreenCtx>(green);
+    return CUDA_SUCCESS; // a green context is not pushed
+}
+
+CUresult CUDAAPI fakeCtxFromGreenCtx(CUcontext* out, CUgreenCtx green)
+{
+    FAKE_ENTER("cuCtxFromGreenCtx");
+    if (green == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = reinterpret_cast<CUcontext>(reinterpret_cast<FakeGreen*>(green)->context);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeGreenCtxDestroy(CUgreenCtx handle)
+{
+    FAKE_ENTER("cuGreenCtxDestroy");
+    auto* green = reinterpret_cast<FakeGreen*>(handle);
+    if (green == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (green->destroyed)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    green->destroyed = true;
+    green->context->destroyed = true;
+    s.liveCreated.erase(green->context);
+    return CUDA_SUCCESS;
+}
+
 struct Export {
     const char* symbol;
     int version; // the CUDA version that introduced this ABI
@@ -568,6 +664,12 @@ const Export kExports[] = {
     FAKE_EXPORT("cuCtxGetId", 12000, fakeCtxGetId),
     FAKE_EXPORT("cuMemGetInfo", 3020, fakeMemGetInfo),
     FAKE_EXPORT("cuModuleGetLoadingMode", 11070, fakeModuleGetLoadingMode),
+    FAKE_EXPORT("cuDeviceGetDevResource", 12040, fakeDeviceGetDevResource),
+    FAKE_EXPORT("cuDevSmResourceSplitByCount", 12040, fakeDevSmResourceSplitByCount),
+    FAKE_EXPORT("cuDevResourceGenerateDesc", 12040, fakeDevResourceGenerateDesc),
+    FAKE_EXPORT("cuGreenCtxCreate", 12040, fakeGreenCtxCreate),
+    FAKE_EXPORT("cuCtxFromGreenCtx", 12040, fakeCtxFromGreenCtx),
+    FAKE_EXPORT("cuGreenCtxDestroy", 12040, fakeGreenCtxDestroy),
 };
 #undef FAKE_EXPORT
 
@@ -610,7 +712,7 @@ extern "C" {
     State& s = state();
     {
         std::lock_guard lock(s.mutex);
-        ++s.calls["cuGetProcAddress_v2"];
+        ++s.calls["cuGetProcAddress_v2"]; // not a hot path: allocating here is fine
         if (cudaVersion > s.version)
             return CUDA_ERROR_INVALID_VALUE; // asked for a newer ABI than this driver has
     }
@@ -661,7 +763,7 @@ long cuctx_fake_calls(const char* symbol)
 {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    auto it = s.calls.find(symbol);
+    auto it = s.calls.find(std::string_view(symbol));
     return it == s.calls.end() ? 0 : it->second;
 }
 

@@ -1,0 +1,95 @@
+#pragma once
+
+// cuctx::Context: shared ownership of a CUDA context. Thread-safe: handles may be copied, moved and
+// dropped on any thread.
+
+#include "cuctx/context_options.hpp"
+#include "cuctx/device.hpp"
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cuctx {
+
+namespace detail {
+struct ContextState;
+class ContextAccess;
+} // namespace detail
+
+/// A created context (Context::create), a retained primary context (Context::primary) or a green
+/// context (Context::green). Copies share one context; the last owner destroys it (or releases its
+/// primary retain), but never while a thread has it entered through cuctx: then the destruction
+/// waits for that use to end (docs/contexts.md). A copy costs an atomic increment on a line that every
+/// owner shares, so hot paths should take `const Context&`.
+class Context {
+public:
+    /// An empty handle.
+    Context() noexcept = default;
+    Context(const Context& other) noexcept;
+    Context(Context&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
+    Context& operator=(const Context& other) noexcept;
+    Context& operator=(Context&& other) noexcept;
+    ~Context() { reset(); }
+
+    /// Creates a context on `device` (cuCtxCreate_v4, or _v2 on drivers before CUDA 12.5). The calling
+    /// thread's stack is left as it was: the driver pushes a new context, cuctx pops it again.
+    static Context create(const Device& device, const ContextOptions& options = {});
+    /// Retains the device's primary context (the one the runtime API uses). Not pushed.
+    static Context primary(const Device& device);
+    /// Sets the primary context's flags (cuDevicePrimaryCtxSetFlags), then retains it.
+    static Context primary(const Device& device, const ContextOptions& options);
+    /// A green context: `smCount` SMs of the device, split off with cuDevSmResourceSplitByCount
+    /// (CUDA 12.4). It may be current on one thread at a time: a guard on a second thread fails with
+    /// Errc::context_busy.
+    static Context green(const Device& device, unsigned smCount);
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    /// Drops this handle.
+    void reset() noexcept;
+
+    Device device() const;
+    /// cuCtxGetId: unique for the life of the process (0 where the driver lacks it, before CUDA 12.0).
+    std::uint64_t id() const;
+    bool isPrimary() const;
+    bool isGreen() const;
+    /// cuCtxGetApiVersion.
+    unsigned apiVersion() const;
+    /// cuCtxGetFlags.
+    unsigned flags() const;
+    /// cuCtxGetLimit / cuCtxSetLimit.
+    std::size_t limit(CUlimit limit) const;
+    void setLimit(CUlimit limit, std::size_t value) const;
+    struct StreamPriorityRange {
+        int least = 0;
+        int greatest = 0;
+    };
+    StreamPriorityRange streamPriorityRange() const;
+    /// cuCtxGetCacheConfig.
+    CUfunc_cache cacheConfig() const;
+    /// Device memory as this context sees it (cuMemGetInfo).
+    Device::MemoryInfo memoryInfo() const;
+    /// Waits for all work in the context (cuCtxSynchronize).
+    void synchronize() const;
+
+    /// Reports (throws) an error recorded where it could not be thrown, such as a guard that found
+    /// the stack changed behind its back as it left. Every fallible call above checks this first.
+    void checkRecordedError() const;
+
+    /// The threads (kernel thread ids) that have this context entered right now.
+    std::vector<long> threadsUsing() const;
+
+    CUcontext native() const noexcept;
+
+    friend bool operator==(const Context& a, const Context& b) noexcept { return a.state_ == b.state_; }
+
+private:
+    explicit Context(detail::ContextState* state) noexcept : state_(state) {}
+    friend class detail::ContextAccess;
+
+    detail::ContextState* state_ = nullptr;
+};
+
+} // namespace cuctx

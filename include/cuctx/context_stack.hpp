@@ -1,0 +1,67 @@
+#pragma once
+
+// cuctx::ContextStack: the calling thread's context stack as cuctx knows it. Thread-bound: every
+// function acts on the calling thread.
+
+#include "cuctx/context.hpp"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuctx {
+
+class ContextStack {
+public:
+    /// One entry that cuctx put on this thread's stack, bottom first in snapshot().
+    struct Entry {
+        CUcontext handle = nullptr;
+        std::uint64_t id = 0;
+        int device = -1;
+        std::string kind; ///< "guard", "push" or "adopted"
+    };
+
+    /// Pushes `context` (cuCtxPushCurrent) and keeps a handle to it until pop(). A context already on
+    /// top is pushed again (the driver's semantics): each push needs its pop.
+    static void push(const Context& context);
+    /// Pops what push() pushed, checking that the driver pops the same context. Errc::invalid_state on
+    /// a stack with no cuctx push on top (a guard's or adoption's entry is not pop()'s to remove).
+    static Context pop();
+
+    /// What is current on this thread as cuctx believes (no driver call): its top entry, or what it
+    /// found current when it first looked (nullptr for a new thread).
+    static CUcontext current() noexcept;
+    /// How many entries cuctx has on this thread's stack (switching guards, pushes, an adoption).
+    static std::size_t depth() noexcept;
+    /// cuctx's entries, bottom first.
+    static std::vector<Entry> snapshot();
+
+    /// Makes `context` this thread's own until release() or thread exit: pushed once, so that every
+    /// guard on it afterwards costs no driver call. The way for pool workers to share a context
+    /// (docs/contexts.md). Adopting the context already adopted does nothing; adopting another while
+    /// one is adopted is Errc::invalid_state (release it first).
+    static void adopt(const Context& context);
+    /// Ends the adoption (pops it). Errc::invalid_state if something cuctx pushed later is still on top.
+    static void release();
+    /// The adopted context, or an empty handle.
+    static Context adopted();
+
+    /// What differs between cuctx's record and the driver (cuCtxGetCurrent), if anything.
+    struct Drift {
+        CUcontext expected = nullptr; ///< what cuctx believes is current
+        CUcontext actual = nullptr;   ///< what the driver says
+        std::string description;      ///< both views, for a log
+    };
+    static std::optional<Drift> drift();
+    /// Throws Errc::stack_mismatch, showing both views, when the driver's current context is not the
+    /// one cuctx recorded: other code (cuCtxSetCurrent, cudaSetDevice, an unbalanced push) changed it.
+    static void verify();
+    /// Accepts the driver's current context as the base when cuctx has no entries of its own on this
+    /// thread (after deliberate foreign changes). Errc::invalid_state if it has entries.
+    static void resync();
+};
+
+} // namespace cuctx

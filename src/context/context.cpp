@@ -1,0 +1,329 @@
+#include "cuctx/context.hpp"
+
+#include "context/context_access.hpp"
+#include "context/thread_state.hpp"
+#include "cuctx/context_guard.hpp"
+#include "driver/check.hpp"
+#include "driver/driver_state.hpp"
+#include "log.hpp"
+
+#include <unistd.h>
+
+namespace cuctx {
+
+using detail::api;
+using detail::check;
+using detail::ContextState;
+using detail::subjectOf;
+
+namespace detail {
+
+ContextState& checkedState(const Context& context, const char* call)
+{
+    ContextState* state = ContextAccess::state(context);
+    if (state == nullptr)
+        throwError(Errc::invalid_argument, call, "the Context handle is empty",
+                   "Make one with Context::create, Context::primary or Context::green");
+    throwSticky(*state);
+    return *state;
+}
+
+} // namespace detail
+
+namespace {
+
+std::uint64_t contextIdOf(CUcontext handle)
+{
+    const detail::DriverApi& d = api();
+    unsigned long long id = 0;
+    if (d.cuCtxGetId != nullptr && d.cuCtxGetId(handle, &id) == CUDA_SUCCESS)
+        return id;
+    return 0;
+}
+
+ContextState* newState(CUcontext handle, const Device& device, detail::ContextKind kind)
+{
+    auto* state = new ContextState;
+    state->handle = handle;
+    state->device = device.native();
+    state->ordinal = device.ordinal();
+    state->id = contextIdOf(handle);
+    state->kind = kind;
+    return state;
+}
+
+} // namespace
+
+unsigned ContextOptions::flags() const noexcept
+{
+    unsigned f = 0;
+    switch (schedule) {
+    case SchedulePolicy::automatic: f = CU_CTX_SCHED_AUTO; break;
+    case SchedulePolicy::spin: f = CU_CTX_SCHED_SPIN; break;
+    case SchedulePolicy::yield: f = CU_CTX_SCHED_YIELD; break;
+    case SchedulePolicy::blockingSync: f = CU_CTX_SCHED_BLOCKING_SYNC; break;
+    }
+    if (keepLocalMemory)
+        f |= CU_CTX_LMEM_RESIZE_TO_MAX;
+    if (coredump)
+        f |= CU_CTX_COREDUMP_ENABLE;
+    if (userCoredump)
+        f |= CU_CTX_USER_COREDUMP_ENABLE;
+    if (syncMemops)
+        f |= CU_CTX_SYNC_MEMOPS;
+    return f;
+}
+
+Context::Context(const Context& other) noexcept : state_(other.state_)
+{
+    if (state_ != nullptr)
+        state_->handles.fetch_add(1, std::memory_order_relaxed);
+}
+
+Context& Context::operator=(const Context& other) noexcept
+{
+    if (this != &other) {
+        Context copy(other);
+        *this = std::move(copy);
+    }
+    return *this;
+}
+
+Context& Context::operator=(Context&& other) noexcept
+{
+    if (this != &other) {
+        reset();
+        state_ = other.state_;
+        other.state_ = nullptr;
+    }
+    return *this;
+}
+
+void Context::reset() noexcept
+{
+    if (ContextState* state = std::exchange(state_, nullptr))
+        detail::releaseHandle(state);
+}
+
+Context Context::create(const Device& device, const ContextOptions& options)
+{
+    const detail::DriverApi& d = api();
+    const detail::Subject subject{.device = device.ordinal()};
+    CUcontext handle = nullptr;
+    if (options.smCount > 0) {
+        detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxCreate_v4), "cuCtxCreate_v4");
+        CUexecAffinityParam affinity{};
+        affinity.type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+        affinity.param.smCount.val = static_cast<unsigned>(options.smCount);
+        CUctxCreateParams params{};
+        params.execAffinityParams = &affinity;
+        params.numExecAffinityParams = 1;
+        check(d.cuCtxCreate_v4(&handle, &params, options.flags(), device.native()), "cuCtxCreate_v4", subject);
+    } else if (d.cuCtxCreate_v4 != nullptr) {
+        check(d.cuCtxCreate_v4(&handle, nullptr, options.flags(), device.native()), "cuCtxCreate_v4", subject);
+    } else {
+        check(d.cuCtxCreate_v2(&handle, options.flags(), device.native()), "cuCtxCreate_v2", subject);
+    }
+    // cuCtxCreate pushed the new context: pop it, so the caller's stack is as it was.
+    CUcontext popped = nullptr;
+    const CUresult pop = d.cuCtxPopCurrent(&popped);
+    if (pop != CUDA_SUCCESS || popped != handle) {
+        (void)d.cuCtxDestroy(handle);
+        if (pop != CUDA_SUCCESS)
+            check(pop, "cuCtxPopCurrent", subject);
+        detail::throwError(Errc::stack_mismatch, "cuCtxCreate",
+                           "the driver did not leave the new context on top of this thread's stack", {}, subject);
+    }
+    ContextState* state = newState(handle, device, detail::ContextKind::created);
+    detail::registerContext(state);
+    detail::logTrace("thread {}: created {}", gettid(), detail::describeContext(*state));
+    return Context(state);
+}
+
+Context Context::primary(const Device& device)
+{
+    const detail::DriverApi& d = api();
+    {
+        std::lock_guard lock(detail::registryMutex());
+        if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal()))
+            return Context(existing);
+    }
+    CUcontext handle = nullptr;
+    check(d.cuDevicePrimaryCtxRetain(&handle, device.native()), "cuDevicePrimaryCtxRetain",
+          detail::Subject{.device = device.ordinal()});
+    ContextState* state = nullptr;
+    try {
+        state = newState(handle, device, detail::ContextKind::primary);
+    } catch (...) {
+        (void)d.cuDevicePrimaryCtxRelease(device.native());
+        throw;
+    }
+    std::lock_guard lock(detail::registryMutex());
+    // Another thread may have retained it meanwhile: keep one state, drop the second retain.
+    if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal())) {
+        (void)d.cuDevicePrimaryCtxRelease(device.native());
+        delete state;
+        return Context(existing);
+    }
+    detail::rememberPrimaryLocked(state);
+    detail::registerContextLocked(state);
+    detail::logTrace("thread {}: retained {}", gettid(), detail::describeContext(*state));
+    return Context(state);
+}
+
+Context Context::primary(const Device& device, const ContextOptions& options)
+{
+    check(api().cuDevicePrimaryCtxSetFlags(device.native(), options.flags()), "cuDevicePrimaryCtxSetFlags",
+          detail::Subject{.device = device.ordinal()});
+    return primary(device);
+}
+
+Context Context::green(const Device& device, unsigned smCount)
+{
+    const detail::DriverApi& d = api();
+    for (auto [entry, name] : {std::pair{reinterpret_cast<const void*>(d.cuGreenCtxCreate), "cuGreenCtxCreate"},
+                               {reinterpret_cast<const void*>(d.cuDeviceGetDevResource), "cuDeviceGetDevResource"},
+                               {reinterpret_cast<const void*>(d.cuDevSmResourceSplitByCount),
+                                "cuDevSmResourceSplitByCount"},
+                               {reinterpret_cast<const void*>(d.cuDevResourceGenerateDesc),
+                                "cuDevResourceGenerateDesc"},
+                               {reinterpret_cast<const void*>(d.cuCtxFromGreenCtx), "cuCtxFromGreenCtx"},
+                               {reinterpret_cast<const void*>(d.cuGreenCtxDestroy), "cuGreenCtxDestroy"}})
+        detail::requireEntry(entry, name);
+    const detail::Subject subject{.device = device.ordinal()};
+    CUdevResource all{};
+    check(d.cuDeviceGetDevResource(device.native(), &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource",
+          subject);
+    CUdevResource part{};
+    CUdevResource remaining{};
+    unsigned groups = 1;
+    check(d.cuDevSmResourceSplitByCount(&part, &groups, &all, &remaining, 0, smCount), "cuDevSmResourceSplitByCount",
+          subject);
+    if (groups < 1)
+        detail::throwError(Errc::invalid_argument, "cuctx::Context::green",
+                           "the device cannot give a group of " + std::to_string(smCount) + " SMs (it has " +
+                               std::to_string(all.sm.smCount) + ")",
+                           "Ask for fewer SMs", subject);
+    CUdevResourceDesc desc{};
+    check(d.cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", subject);
+    CUgreenCtx green = nullptr;
+    check(d.cuGreenCtxCreate(&green, desc, device.native(), CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
+          subject);
+    CUcontext handle = nullptr;
+    if (const CUresult r = d.cuCtxFromGreenCtx(&handle, green); r != CUDA_SUCCESS) {
+        (void)d.cuGreenCtxDestroy(green);
+        check(r, "cuCtxFromGreenCtx", subject);
+    }
+    ContextState* state = newState(handle, device, detail::ContextKind::green);
+    state->green = green;
+    detail::registerContext(state);
+    detail::logTrace("thread {}: created {} with {} SMs", gettid(), detail::describeContext(*state), part.sm.smCount);
+    return Context(state);
+}
+
+Device Context::device() const
+{
+    return Device::get(detail::checkedState(*this, "cuctx::Context::device").ordinal);
+}
+
+std::uint64_t Context::id() const
+{
+    return detail::checkedState(*this, "cuctx::Context::id").id;
+}
+
+bool Context::isPrimary() const
+{
+    return detail::checkedState(*this, "cuctx::Context::isPrimary").kind == detail::ContextKind::primary;
+}
+
+bool Context::isGreen() const
+{
+    return detail::checkedState(*this, "cuctx::Context::isGreen").kind == detail::ContextKind::green;
+}
+
+unsigned Context::apiVersion() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::apiVersion");
+    unsigned version = 0;
+    check(api().cuCtxGetApiVersion(s.handle, &version), "cuCtxGetApiVersion", subjectOf(s));
+    return version;
+}
+
+unsigned Context::flags() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::flags");
+    ContextGuard guard(*this);
+    unsigned f = 0;
+    check(api().cuCtxGetFlags(&f), "cuCtxGetFlags", subjectOf(s));
+    return f;
+}
+
+std::size_t Context::limit(CUlimit which) const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::limit");
+    ContextGuard guard(*this);
+    std::size_t value = 0;
+    check(api().cuCtxGetLimit(&value, which), "cuCtxGetLimit", subjectOf(s));
+    return value;
+}
+
+void Context::setLimit(CUlimit which, std::size_t value) const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::setLimit");
+    ContextGuard guard(*this);
+    check(api().cuCtxSetLimit(which, value), "cuCtxSetLimit", subjectOf(s));
+}
+
+Context::StreamPriorityRange Context::streamPriorityRange() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::streamPriorityRange");
+    ContextGuard guard(*this);
+    StreamPriorityRange range;
+    check(api().cuCtxGetStreamPriorityRange(&range.least, &range.greatest), "cuCtxGetStreamPriorityRange",
+          subjectOf(s));
+    return range;
+}
+
+CUfunc_cache Context::cacheConfig() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::cacheConfig");
+    ContextGuard guard(*this);
+    CUfunc_cache config = CU_FUNC_CACHE_PREFER_NONE;
+    check(api().cuCtxGetCacheConfig(&config), "cuCtxGetCacheConfig", subjectOf(s));
+    return config;
+}
+
+Device::MemoryInfo Context::memoryInfo() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::memoryInfo");
+    ContextGuard guard(*this);
+    Device::MemoryInfo info;
+    check(api().cuMemGetInfo(&info.free, &info.total), "cuMemGetInfo", subjectOf(s));
+    return info;
+}
+
+void Context::synchronize() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::synchronize");
+    ContextGuard guard(*this);
+    check(api().cuCtxSynchronize(), "cuCtxSynchronize", subjectOf(s));
+}
+
+void Context::checkRecordedError() const
+{
+    (void)detail::checkedState(*this, "cuctx::Context::checkRecordedError");
+}
+
+std::vector<long> Context::threadsUsing() const
+{
+    if (state_ == nullptr)
+        return {};
+    return detail::threadsUsing(*state_);
+}
+
+CUcontext Context::native() const noexcept
+{
+    return state_ != nullptr ? state_->handle : nullptr;
+}
+
+} // namespace cuctx

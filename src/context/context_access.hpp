@@ -1,0 +1,28 @@
+#pragma once
+
+// How cuctx's own code reaches the state behind a Context handle.
+
+#include "context/context_state.hpp"
+#include "cuctx/context.hpp"
+#include "driver/check.hpp"
+
+namespace cuctx::detail {
+
+class ContextAccess {
+public:
+    static ContextState* state(const Context& context) noexcept { return context.state_; }
+    /// A handle that takes over one count of `state->handles`.
+    static Context adopt(ContextState* state) noexcept { return Context(state); }
+};
+
+/// The state of a non-empty handle, after reporting any error recorded on it; Errc::invalid_argument
+/// for an empty handle. `call` names the cuctx function, for the message.
+ContextState& checkedState(const Context& context, const char* call);
+
+/// A Subject for error messages about `state`.
+inline Subject subjectOf(const ContextState& state) noexcept
+{
+    return Subject{.device = state.ordinal, .contextId = state.id, .context = state.handle};
+}
+
+} // namespace cuctx::detail

@@ -1,0 +1,28 @@
+#include "cuctx/context_binding.hpp"
+
+#include "cuctx/context_stack.hpp"
+#include "cuctx/error.hpp"
+#include "log.hpp"
+
+namespace cuctx {
+
+ContextBinding::ContextBinding(const Context& context) : context_(context)
+{
+    if (ContextStack::adopted() == context_)
+        return; // an enclosing binding or adoption of the same context: nothing to do, nothing to undo
+    ContextStack::adopt(context_);
+    adoptedHere_ = true;
+}
+
+ContextBinding::~ContextBinding()
+{
+    if (!adoptedHere_)
+        return;
+    try {
+        ContextStack::release();
+    } catch (const Error& e) {
+        detail::logError("ContextBinding: {}", e.what());
+    }
+}
+
+} // namespace cuctx

@@ -1,0 +1,233 @@
+#include "context/context_state.hpp"
+
+#include "context/fence.hpp"
+#include "context/thread_state.hpp"
+#include "driver/check.hpp"
+#include "driver/driver_state.hpp"
+#include "log.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cuctx::detail {
+namespace {
+
+// Every live state, under the registry mutex.
+std::vector<ContextState*>& liveStatesLocked()
+{
+    static auto* states = new std::vector<ContextState*>;
+    return *states;
+}
+
+// Destroys the driver object behind a state nobody uses any more. Never throws: a failure is logged
+// (there is no caller left to tell).
+void destroyDriverObject(const ContextState& state) noexcept
+{
+    try {
+        const DriverApi& d = api();
+        CUresult r = CUDA_SUCCESS;
+        const char* call = "";
+        switch (state.kind) {
+        case ContextKind::created:
+            call = "cuCtxDestroy";
+            r = d.cuCtxDestroy(state.handle);
+            break;
+        case ContextKind::primary:
+            call = "cuDevicePrimaryCtxRelease";
+            r = d.cuDevicePrimaryCtxRelease(state.device);
+            break;
+        case ContextKind::green:
+            call = "cuGreenCtxDestroy";
+            r = d.cuGreenCtxDestroy(state.green);
+            break;
+        }
+        if (r != CUDA_SUCCESS)
+            logError("{} failed with {} ({}) on {}", call, resultName(r), static_cast<int>(r), describeContext(state));
+        else
+            logTrace("thread {}: {} {}", gettid(), call, describeContext(state));
+    } catch (const Error& e) {
+        logError("destroying {}: {}", describeContext(state), e.what());
+    }
+}
+
+// Calls f(thread, slot) for every slot of every registered thread. Under the registry mutex.
+template <typename F>
+void forEachSlotLocked(F f)
+{
+    for (ThreadState* ts : registeredThreads())
+        for (SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
+            for (Slot& slot : b->slots)
+                f(*ts, slot);
+}
+
+bool inUse(const Slot& slot, const ContextState* state)
+{
+    return slot.state.load(std::memory_order_acquire) == state && slot.uses.load(std::memory_order_acquire) != 0;
+}
+
+// Primary contexts are interned: one state per device, so that two Context::primary() calls share it.
+std::vector<ContextState*>& primariesLocked()
+{
+    static auto* primaries = new std::vector<ContextState*>;
+    return *primaries;
+}
+
+void forgetPrimaryLocked(const ContextState* state)
+{
+    if (state->kind != ContextKind::primary)
+        return;
+    auto& primaries = primariesLocked();
+    if (static_cast<std::size_t>(state->ordinal) < primaries.size() && primaries[state->ordinal] == state)
+        primaries[state->ordinal] = nullptr;
+}
+
+void tryDestroy(ContextState* state) noexcept
+{
+    {
+        std::lock_guard lock(registryMutex());
+        if (state->destroyed)
+            return;
+        bool used = false;
+        forEachSlotLocked([&](ThreadState&, Slot& slot) { used = used || inUse(slot, state); });
+        if (used) {
+            logDebug("last handle of {} dropped while in use: destruction deferred to the end of that use",
+                     describeContext(*state));
+            return;
+        }
+        state->destroyed = true;
+        forEachSlotLocked([&](ThreadState&, Slot& slot) {
+            ContextState* expected = state; // forget it, so that the address may be reused
+            slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+        });
+        forgetPrimaryLocked(state);
+        auto& states = liveStatesLocked();
+        states.erase(std::remove(states.begin(), states.end(), state), states.end());
+    }
+    destroyDriverObject(*state);
+    delete state;
+}
+
+} // namespace
+
+long liveContexts() noexcept
+{
+    std::lock_guard lock(registryMutex());
+    return static_cast<long>(liveStatesLocked().size());
+}
+
+void registerContext(ContextState* state)
+{
+    std::lock_guard lock(registryMutex());
+    registerContextLocked(state);
+}
+
+void registerContextLocked(ContextState* state)
+{
+    liveStatesLocked().push_back(state);
+}
+
+std::optional<std::string> describeLiveContext(CUcontext handle)
+{
+    std::lock_guard lock(registryMutex());
+    for (const ContextState* state : liveStatesLocked())
+        if (state->handle == handle)
+            return describeContext(*state);
+    return std::nullopt;
+}
+
+std::string describeContext(const ContextState& state)
+{
+    std::string text = "context ";
+    if (state.id != 0) {
+        text += std::to_string(state.id);
+    } else {
+        char handle[32];
+        std::snprintf(handle, sizeof handle, "%p", static_cast<void*>(state.handle));
+        text += handle;
+    }
+    if (state.kind == ContextKind::primary)
+        text += " (primary)";
+    else if (state.kind == ContextKind::green)
+        text += " (green)";
+    text += " on device " + std::to_string(state.ordinal);
+    return text;
+}
+
+void recordSticky(ContextState& state, Error error) noexcept
+{
+    try {
+        logError("{}", error.what());
+        std::lock_guard lock(state.stickyMutex);
+        if (!state.sticky) // the first failure is the one worth reporting
+            state.sticky.emplace(std::move(error));
+        state.hasSticky.store(true, std::memory_order_release);
+    } catch (...) {
+        // Out of memory while recording an error: nothing better to do than to drop it.
+    }
+}
+
+void throwSticky(ContextState& state)
+{
+    if (!state.hasSticky.load(std::memory_order_acquire))
+        return;
+    std::optional<Error> error;
+    {
+        std::lock_guard lock(state.stickyMutex);
+        error.swap(state.sticky);
+        state.hasSticky.store(false, std::memory_order_release);
+    }
+    if (error)
+        throw *error;
+}
+
+void releaseHandle(ContextState* state) noexcept
+{
+    if (state->handles.fetch_sub(1, std::memory_order_acq_rel) != 1)
+        return;
+    // The last handle: from now on only the uses that threads have counted can keep it alive.
+    state->orphaned.store(true, std::memory_order_seq_cst);
+    heavyFence();
+    tryDestroy(state);
+}
+
+void lastUseEnded(ContextState* state) noexcept
+{
+    tryDestroy(state);
+}
+
+std::vector<long> threadsUsing(const ContextState& state)
+{
+    std::vector<long> tids;
+    std::lock_guard lock(registryMutex());
+    forEachSlotLocked([&](ThreadState& ts, Slot& slot) {
+        if (inUse(slot, &state))
+            tids.push_back(ts.tid);
+    });
+    return tids;
+}
+
+ContextState* acquirePrimaryLocked(int ordinal) noexcept
+{
+    auto& primaries = primariesLocked();
+    if (static_cast<std::size_t>(ordinal) >= primaries.size() || primaries[ordinal] == nullptr)
+        return nullptr;
+    ContextState* state = primaries[ordinal];
+    // A state whose last handle is already gone is not revived: the caller retains anew.
+    long handles = state->handles.load(std::memory_order_relaxed);
+    while (handles > 0)
+        if (state->handles.compare_exchange_weak(handles, handles + 1, std::memory_order_acq_rel))
+            return state;
+    return nullptr;
+}
+
+void rememberPrimaryLocked(ContextState* state)
+{
+    auto& primaries = primariesLocked();
+    if (primaries.size() <= static_cast<std::size_t>(state->ordinal))
+        primaries.resize(static_cast<std::size_t>(state->ordinal) + 1, nullptr);
+    primaries[state->ordinal] = state;
+}
+
+} // namespace cuctx::detail

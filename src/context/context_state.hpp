@@ -1,0 +1,85 @@
+#pragma once
+
+// The shared state behind every cuctx::Context handle, and the registry of threads that use
+// contexts. The lifetime rule (docs/contexts.md):
+//
+//   A context is destroyed (or its primary retain released) when its last handle is gone AND no
+//   thread has it entered (a guard, a binding, a ContextStack push). Dropping the last handle while
+//   a thread still uses it defers destruction to the moment that use ends; it never happens under
+//   a thread that has the context current through cuctx.
+//
+// Handles count in `handles` (atomic, touched only when a handle is copied or dropped). Uses are
+// counted per thread, in a Slot that only its thread writes, so entering and leaving a context
+// costs no atomic read-modify-write on a line that other threads share. The thread that drops the
+// last handle reads every thread's slots after an asymmetric fence (fence.hpp); a thread that ends
+// its last use of an orphaned context rechecks under the registry's mutex. One of the two always
+// sees the other, and whichever finds no use left destroys the context, once.
+
+#include "cuctx/error.hpp"
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuctx::detail {
+
+enum class ContextKind : std::uint8_t { created, primary, green };
+
+struct ContextState {
+    CUcontext handle = nullptr;
+    CUdevice device = 0;
+    int ordinal = -1;
+    std::uint64_t id = 0;        // cuCtxGetId, 0 where the driver lacks it
+    ContextKind kind = ContextKind::created;
+    CUgreenCtx green = nullptr;  // for kind == green
+
+    std::atomic<long> handles{1};
+    std::atomic<bool> orphaned{false};
+    bool destroyed = false; // guarded by the registry mutex
+
+    // Green contexts may be current on one thread at a time: the owner's thread number, 0 if none.
+    std::atomic<std::uint64_t> exclusiveOwner{0};
+
+    // A failure seen where it could not be thrown (a destructor): reported by the next fallible call.
+    std::atomic<bool> hasSticky{false};
+    std::mutex stickyMutex;
+    std::optional<Error> sticky;
+
+    bool exclusive() const noexcept { return kind == ContextKind::green; }
+};
+
+/// The registry of contexts cuctx has made (created, retained or green) and not yet destroyed or
+/// released: how many, and the description of one by its handle.
+long liveContexts() noexcept;
+void registerContext(ContextState* state);
+void registerContextLocked(ContextState* state); // under registryMutex()
+std::optional<std::string> describeLiveContext(CUcontext handle);
+
+/// "context 3 on device 0" (what error messages call it).
+std::string describeContext(const ContextState& state);
+
+/// Records an error on the context for its next fallible call, and logs it.
+void recordSticky(ContextState& state, Error error) noexcept;
+/// Throws the recorded error, if any, and clears it.
+void throwSticky(ContextState& state);
+
+/// Drops one handle; the last one orphans the context and destroys it once no thread uses it.
+void releaseHandle(ContextState* state) noexcept;
+
+/// Called by a thread whose last use of an orphaned context just ended.
+void lastUseEnded(ContextState* state) noexcept;
+
+/// The threads (kernel ids) that have `state` entered right now.
+std::vector<long> threadsUsing(const ContextState& state);
+
+/// Primary contexts are interned per device. Under registryMutex(): the live state of device
+/// `ordinal`'s primary context with one more handle, or nullptr; and recording a new one.
+ContextState* acquirePrimaryLocked(int ordinal) noexcept;
+void rememberPrimaryLocked(ContextState* state);
+
+} // namespace cuctx::detail

@@ -1,0 +1,40 @@
+#pragma once
+
+// An asymmetric fence: the rare side (orphaning a context) pays for a full barrier on every thread of
+// the process (membarrier(2) PRIVATE_EXPEDITED), so that the frequent side (leaving a context) needs
+// only a compiler barrier. Where membarrier is unavailable the frequent side falls back to a real
+// fence; under ThreadSanitizer, which models neither, both sides make a seq_cst read-modify-write of
+// one shared atomic, which orders them in a way it understands.
+
+#include <atomic>
+
+#if defined(__SANITIZE_THREAD__)
+#define CUCTX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUCTX_TSAN 1
+#endif
+#endif
+
+namespace cuctx::detail {
+
+extern bool g_heavyFenceAvailable;
+extern std::atomic<unsigned> g_fenceWord;
+
+/// The frequent side: ordered against heavyFence() on any other thread.
+inline void lightFence() noexcept
+{
+#ifdef CUCTX_TSAN
+    g_fenceWord.fetch_add(1, std::memory_order_seq_cst);
+#else
+    if (g_heavyFenceAvailable) [[likely]]
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// The rare side: a full barrier on every running thread of the process.
+void heavyFence() noexcept;
+
+} // namespace cuctx::detail

@@ -1,0 +1,34 @@
+#pragma once
+
+// The push and pop that guards, ContextStack and adoptions share: each keeps cuctx's record and the
+// driver's stack in step, counts the use on the thread's slot, and checks what the driver pops.
+
+#include "context/thread_state.hpp"
+
+#include <optional>
+#include <string>
+
+namespace cuctx::detail {
+
+/// Pushes `state`'s context on the driver's stack and records the entry (with `owner` as the handle
+/// it keeps, empty for guards). Leaves nothing behind if the push fails.
+const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind, Context owner);
+
+/// Pops entry `index` (which must be the top) from the driver and the record, checks that the driver
+/// popped that context, repairs and records a mismatch on the context, and ends the use. Returns the
+/// owner handle the entry kept. Never throws: `who` names the caller in what it records.
+Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept;
+
+/// Compares cuctx's record with cuCtxGetCurrent; on a difference, the text that shows both.
+std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actual = nullptr);
+
+/// Throws Errc::stack_mismatch if the driver's current context is not the recorded one.
+void verifyStack(ThreadState& ts, const char* who);
+
+/// "guard", "push" or "adopted".
+const char* kindName(StackEntryKind kind) noexcept;
+
+/// "context 3 on device 0" for a handle cuctx made, else the raw handle with its driver id.
+std::string describeHandle(CUcontext handle);
+
+} // namespace cuctx::detail

@@ -1,0 +1,94 @@
+#pragma once
+
+// What cuctx knows about the calling thread: its view of the driver's context stack (the entries
+// cuctx pushed or bound, above a `base` it found there) and one Slot per context the thread has
+// entered, counting its uses. Thread-bound, except that Slots are read by the thread that orphans
+// a context (context_state.hpp).
+
+#include "context/context_state.hpp"
+#include "cuctx/context.hpp"
+
+#include <cuda.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace cuctx::detail {
+
+/// A thread's count of uses of one context. Written only by its thread; `state` and `uses` are
+/// atomics so that an orphaning thread may read them.
+struct Slot {
+    std::atomic<ContextState*> state{nullptr};
+    std::atomic<std::uint32_t> uses{0};
+};
+
+/// Slots live in blocks that never move, appended as a thread meets more contexts.
+struct SlotBlock {
+    static constexpr std::size_t kSize = 16;
+    std::array<Slot, kSize> slots;
+    std::atomic<SlotBlock*> next{nullptr};
+};
+
+enum class StackEntryKind : std::uint8_t { guard, push, binding };
+
+/// One entry of the thread's stack that cuctx made.
+struct StackEntry {
+    CUcontext handle = nullptr;
+    ContextState* state = nullptr;
+    Slot* slot = nullptr;
+    StackEntryKind kind = StackEntryKind::guard;
+    Context owner; // the handle a push or binding keeps (empty for guards: the guard's slot use suffices)
+};
+
+struct ThreadState {
+    ThreadState();
+    ~ThreadState();
+    ThreadState(const ThreadState&) = delete;
+    ThreadState& operator=(const ThreadState&) = delete;
+
+    /// What is current as cuctx believes: the top entry, else the base.
+    CUcontext current() const noexcept { return entries.empty() ? base : entries.back().handle; }
+
+    /// The slot counting this thread's uses of `state`, made if needed. No allocation unless the
+    /// thread meets more than 16 contexts at once.
+    Slot& slotFor(ContextState* state);
+
+    /// Registers a use of `state` on this thread (a green context checks it is free here).
+    void beginUse(Slot& slot, ContextState* state);
+    /// Ends a use; the last use of an orphaned context may destroy it.
+    static void endUse(Slot& slot, ContextState* state) noexcept;
+
+    long tid;                        // gettid()
+    std::uint64_t number;            // a process-unique thread number (green-context ownership)
+    CUcontext base = nullptr;        // what was current below cuctx's entries when it first looked
+    bool baseKnown = false;
+    std::vector<StackEntry> entries; // reserved up front: guards do not allocate
+    SlotBlock firstBlock;
+    Slot* lastSlot = nullptr;        // the slot found last: most threads use one context
+};
+
+/// Reads the driver's current context once, to learn what cuctx's entries sit on.
+void learnBase(ThreadState& ts);
+
+/// Every live ThreadState, under the registry mutex.
+std::mutex& registryMutex();
+std::vector<ThreadState*>& registeredThreads();
+
+} // namespace cuctx::detail
+
+namespace cuctx::detail {
+
+[[gnu::tls_model("initial-exec")]] extern thread_local ThreadState* t_threadState;
+ThreadState& makeThreadState();
+
+inline ThreadState& threadState()
+{
+    if (ThreadState* ts = t_threadState) [[likely]]
+        return *ts;
+    return makeThreadState();
+}
+
+} // namespace cuctx::detail

@@ -1,0 +1,425 @@
+// Context, ContextGuard, ContextStack, adoption and the registry. Runs in both suites: against the
+// fake driver on the CPU and against the real driver on the GPU.
+
+#include "driver_helpers.hpp"
+
+#include "cuctx/context.hpp"
+#include "cuctx/context_binding.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/context_stack.hpp"
+#include "cuctx/error.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using cuctx::Context;
+using cuctx::ContextGuard;
+using cuctx::ContextStack;
+using cuctx::Device;
+using cuctx::Errc;
+using cuctx::test::raw;
+using cuctx::test::rawCurrent;
+
+namespace {
+
+long live()
+{
+    return cuctx::detail::liveContexts();
+}
+
+// A one-shot event for handing control between two threads without sleeping.
+class Event {
+public:
+    void set()
+    {
+        {
+            std::lock_guard lock(m_);
+            set_ = true;
+        }
+        cv_.notify_all();
+    }
+    void wait()
+    {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [this] { return set_; });
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    bool set_ = false;
+};
+
+template <typename F>
+Errc errcOf(F f)
+{
+    try {
+        f();
+    } catch (const cuctx::Error& e) {
+        return e.condition();
+    }
+    FAIL("no cuctx::Error was thrown");
+    return Errc::driver_error;
+}
+
+} // namespace
+
+TEST_CASE("Context::create leaves the caller's stack as it was; the last handle destroys it", "[context]")
+{
+    cuctx::test::drainRawStack();
+    const long before = live();
+    {
+        Context a = Context::create(Device::get(0));
+        CHECK(rawCurrent() == nullptr);
+        CHECK(live() == before + 1);
+        CHECK(a.device().ordinal() == 0);
+        CHECK_FALSE(a.isPrimary());
+        if (raw().cuCtxGetId != nullptr)
+            CHECK(a.id() != 0);
+        Context copy = a;
+        CHECK(copy == a);
+        a.reset();
+        CHECK(live() == before + 1); // the copy keeps it
+    }
+    CHECK(live() == before);
+}
+
+TEST_CASE("a context reports its flags, limits, priorities and API version", "[context]")
+{
+    cuctx::ContextOptions options;
+    options.schedule = cuctx::SchedulePolicy::blockingSync;
+    Context c = Context::create(Device::get(0), options);
+    CHECK((c.flags() & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_BLOCKING_SYNC);
+    CHECK(c.apiVersion() >= 3020);
+    const auto range = c.streamPriorityRange();
+    CHECK(range.greatest <= range.least);
+    CHECK(c.limit(CU_LIMIT_STACK_SIZE) > 0);
+    CHECK_NOTHROW(c.setLimit(CU_LIMIT_STACK_SIZE, 2048));
+    CHECK_NOTHROW(c.synchronize());
+    const auto memory = c.memoryInfo();
+    CHECK(memory.free <= memory.total);
+    CHECK(rawCurrent() == nullptr); // every query restored the stack
+}
+
+TEST_CASE("guards nest LIFO and restore exactly what was there", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    {
+        ContextGuard ga(a);
+        CHECK(ga.switched());
+        CHECK(rawCurrent() == a.native());
+        {
+            ContextGuard gb(b);
+            CHECK(rawCurrent() == b.native());
+            {
+                ContextGuard ga2(a);
+                CHECK(ga2.switched()); // a is current below b, not on top: a push is needed
+                CHECK(rawCurrent() == a.native());
+                CHECK(ContextStack::depth() == 3);
+            }
+            CHECK(rawCurrent() == b.native());
+        }
+        CHECK(rawCurrent() == a.native());
+    }
+    CHECK(rawCurrent() == nullptr);
+    CHECK(ContextStack::depth() == 0);
+}
+
+TEST_CASE("a guard on the context already current makes no driver call", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    ContextGuard outer(a);
+    const long calls = cuctx::test::driverCalls();
+    {
+        ContextGuard inner(a);
+        CHECK_FALSE(inner.switched());
+        ContextGuard inner2(a);
+        CHECK_FALSE(inner2.switched());
+    }
+    if (cuctx::test::kFakeDriver)
+        CHECK(cuctx::test::driverCalls() == calls);
+    CHECK(ContextStack::depth() == 1);
+}
+
+TEST_CASE("a guard restores the stack when its scope ends with an exception", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    ContextGuard ga(a);
+    try {
+        ContextGuard gb(b);
+        CHECK(rawCurrent() == b.native());
+        throw std::runtime_error("task failed");
+    } catch (const std::runtime_error&) {
+    }
+    CHECK(rawCurrent() == a.native());
+    CHECK(ContextStack::depth() == 1);
+}
+
+TEST_CASE("a guard on an empty handle is a clear error", "[guard]")
+{
+    Context empty;
+    CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
+    CHECK(ContextStack::depth() == 0);
+}
+
+TEST_CASE("a foreign cuCtxSetCurrent inside a guard is detected, reported and repaired at exit", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    {
+        ContextGuard ga(a);
+        REQUIRE(raw().cuCtxSetCurrent(b.native()) == CUDA_SUCCESS); // other code replaces the top
+    }
+    CHECK(rawCurrent() == nullptr); // the replaced entry was popped: the stack is as before
+    try {
+        a.checkRecordedError();
+        FAIL("the mismatch was not recorded");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.condition() == Errc::stack_mismatch);
+        CHECK_THAT(e.what(), Catch::Contains("instead of the context it pushed"));
+        CHECK_THAT(e.what(), Catch::Contains("cudaSetDevice"));
+    }
+    CHECK_NOTHROW(a.checkRecordedError()); // reported once
+}
+
+TEST_CASE("an unbalanced foreign push inside a guard is detected and both entries are popped", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    Context outer = Context::create(Device::get(0));
+    ContextGuard go(outer);
+    {
+        ContextGuard ga(a);
+        REQUIRE(raw().cuCtxPushCurrent(b.native()) == CUDA_SUCCESS); // pushed and never popped
+    }
+    CHECK(rawCurrent() == outer.native());
+    CHECK(errcOf([&] { a.synchronize(); }) == Errc::stack_mismatch); // the next fallible call reports it
+}
+
+TEST_CASE("verify() detects a foreign cuCtxSetCurrent and shows both views", "[stack]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    ContextStack::push(a);
+    CHECK_NOTHROW(ContextStack::verify());
+    CHECK_FALSE(ContextStack::drift());
+    REQUIRE(raw().cuCtxSetCurrent(b.native()) == CUDA_SUCCESS);
+    const auto drift = ContextStack::drift();
+    REQUIRE(drift);
+    CHECK(drift->expected == a.native());
+    CHECK(drift->actual == b.native());
+    try {
+        ContextStack::verify();
+        FAIL("verify did not throw");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.condition() == Errc::stack_mismatch);
+        CHECK_THAT(e.what(), Catch::Contains("the driver's current context is context"));
+        CHECK_THAT(e.what(), Catch::Contains("[push]"));
+    }
+    // A guard asked to verify refuses to build on the wrong belief.
+    CHECK(errcOf([&] { ContextGuard g(a, cuctx::verifyCurrent); }) == Errc::stack_mismatch);
+    REQUIRE(raw().cuCtxSetCurrent(a.native()) == CUDA_SUCCESS); // put it back
+    CHECK(ContextStack::pop() == a);
+    CHECK(ContextStack::depth() == 0);
+}
+
+TEST_CASE("ContextStack: LIFO pushes, duplicate pushes, pop on an empty stack", "[stack]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    CHECK(errcOf([] { ContextStack::pop(); }) == Errc::invalid_state);
+    ContextStack::push(a);
+    ContextStack::push(b);
+    ContextStack::push(b); // a duplicate, as the driver allows
+    CHECK(ContextStack::depth() == 3);
+    CHECK(ContextStack::current() == b.native());
+    const auto snap = ContextStack::snapshot();
+    REQUIRE(snap.size() == 3);
+    CHECK(snap[0].handle == a.native());
+    CHECK(snap[2].kind == "push");
+    CHECK(ContextStack::pop() == b);
+    CHECK(rawCurrent() == b.native());
+    CHECK(ContextStack::pop() == b);
+    CHECK(ContextStack::pop() == a);
+    CHECK(rawCurrent() == nullptr);
+    CHECK(errcOf([] { ContextStack::pop(); }) == Errc::invalid_state);
+}
+
+TEST_CASE("a pushed context stays alive while pushed, even with no other handle", "[stack]")
+{
+    cuctx::test::drainRawStack();
+    const long before = live();
+    ContextStack::push(Context::create(Device::get(0)));
+    CHECK(live() == before + 1);
+    CHECK(raw().cuCtxSynchronize() == CUDA_SUCCESS);
+    ContextStack::pop();
+    CHECK(live() == before);
+}
+
+TEST_CASE("an adopted context makes every guard on it free; release restores the stack", "[adopt]")
+{
+    cuctx::test::drainRawStack();
+    Context shared = Context::create(Device::get(0));
+    ContextStack::adopt(shared);
+    ContextStack::adopt(shared); // again: nothing happens
+    CHECK(ContextStack::adopted() == shared);
+    CHECK(ContextStack::depth() == 1);
+    const long calls = cuctx::test::driverCalls();
+    for (int task = 0; task < 100; ++task) {
+        ContextGuard g(shared);
+        CHECK_FALSE(g.switched());
+    }
+    if (cuctx::test::kFakeDriver)
+        CHECK(cuctx::test::driverCalls() == calls);
+    Context other = Context::create(Device::get(0));
+    CHECK(errcOf([&] { ContextStack::adopt(other); }) == Errc::invalid_state);
+    ContextStack::release();
+    CHECK(rawCurrent() == nullptr);
+    CHECK_FALSE(ContextStack::adopted());
+    CHECK(errcOf([] { ContextStack::release(); }) == Errc::invalid_state);
+}
+
+TEST_CASE("ContextBinding adopts for a scope and nests with the same context", "[adopt]")
+{
+    cuctx::test::drainRawStack();
+    Context shared = Context::create(Device::get(0));
+    {
+        cuctx::ContextBinding binding(shared);
+        CHECK(rawCurrent() == shared.native());
+        {
+            cuctx::ContextBinding inner(shared);
+            ContextGuard g(shared);
+            CHECK_FALSE(g.switched());
+        }
+        CHECK(ContextStack::adopted() == shared);
+    }
+    CHECK(rawCurrent() == nullptr);
+    CHECK(ContextStack::depth() == 0);
+}
+
+TEST_CASE("dropping the last handle while another thread uses the context defers its destruction", "[registry]")
+{
+    cuctx::test::drainRawStack();
+    const long before = live();
+    Context a = Context::create(Device::get(0));
+    Event entered, dropped, checked;
+    CUresult workAfterDrop = CUDA_ERROR_UNKNOWN;
+    long liveWhileUsed = 0;
+    std::thread user([&] {
+        {
+            ContextGuard g(a);
+            entered.set();
+            dropped.wait();
+            workAfterDrop = raw().cuCtxSynchronize(); // no use after destroy: it still exists
+            liveWhileUsed = live();
+        }
+        checked.set();
+    });
+    entered.wait();
+    const auto users = a.threadsUsing();
+    CHECK(users.size() == 1);
+    a.reset(); // the last handle
+    dropped.set();
+    checked.wait();
+    user.join();
+    CHECK(workAfterDrop == CUDA_SUCCESS);
+    CHECK(liveWhileUsed == before + 1);
+    CHECK(live() == before); // destroyed when the guard ended, on the user thread
+}
+
+TEST_CASE("a thread that exits while it has a context adopted releases it", "[registry]")
+{
+    const long before = live();
+    Event adopted;
+    std::thread worker([&] {
+        ContextStack::adopt(Context::create(Device::get(0))); // the adoption holds the only handle
+        adopted.set();
+    });
+    adopted.wait();
+    worker.join();
+    CHECK(live() == before);
+}
+
+TEST_CASE("primary contexts are shared per device and their retains balance", "[primary]")
+{
+    cuctx::test::drainRawStack();
+    const Device dev = Device::get(0);
+    const bool activeBefore = dev.primaryContextState().active;
+    {
+        Context p1 = Context::primary(dev);
+        Context p2 = Context::primary(dev);
+        CHECK(p1 == p2);
+        CHECK(p1.isPrimary());
+        CHECK(rawCurrent() == nullptr); // retaining does not push
+        CHECK(dev.primaryContextState().active);
+        ContextGuard g(p1);
+        CHECK(rawCurrent() == p1.native());
+    }
+    CHECK(dev.primaryContextState().active == activeBefore); // released exactly once
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_primary_refcount(0) == 0);
+#endif
+}
+
+TEST_CASE("a guard keeps a primary context alive after its handles are gone", "[primary][registry]")
+{
+    cuctx::test::drainRawStack();
+    const Device dev = Device::get(0);
+    const bool activeBefore = dev.primaryContextState().active;
+    Context p = Context::primary(dev);
+    {
+        ContextGuard g(p);
+        p.reset();
+        CHECK(dev.primaryContextState().active);
+        CHECK(raw().cuCtxSynchronize() == CUDA_SUCCESS);
+    }
+    CHECK(dev.primaryContextState().active == activeBefore);
+}
+
+TEST_CASE("threads that drop their handles inside guards race the destruction: it happens once, after the last use",
+          "[registry]")
+{
+    const long before = live();
+    constexpr int kThreads = 8;
+    std::atomic<int> failures{0};
+    {
+        Context shared = Context::create(Device::get(0));
+        std::vector<std::thread> threads;
+        Event go;
+        for (int t = 0; t < kThreads; ++t) {
+            threads.emplace_back([&, t, mine = shared]() mutable {
+                go.wait();
+                for (int i = 0; i < 300; ++i) {
+                    ContextGuard g(mine);
+                    if (raw().cuCtxSynchronize() != CUDA_SUCCESS) // would be 709 after a destroy
+                        failures.fetch_add(1);
+                    if (i == 100 + 20 * t) {
+                        mine.reset(); // the guard lives on without a handle
+                        if (raw().cuCtxSynchronize() != CUDA_SUCCESS)
+                            failures.fetch_add(1);
+                        break;
+                    }
+                }
+            });
+        }
+        shared.reset(); // from now on only the workers' handles and uses keep it
+        go.set();
+        for (auto& th : threads)
+            th.join();
+    }
+    CHECK(failures.load() == 0);
+    CHECK(live() == before);
+}
