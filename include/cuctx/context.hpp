@@ -19,6 +19,8 @@ struct ContextState;
 class ContextAccess;
 } // namespace detail
 
+class ContextGuard;
+
 /// A created context (Context::create), a retained primary context (Context::primary) or a green
 /// context (Context::green). Copies share one context; the last owner destroys it (or releases its
 /// primary retain), but never while a thread has it entered through cuctx: then the destruction
@@ -32,7 +34,11 @@ public:
     Context(Context&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
     Context& operator=(const Context& other) noexcept;
     Context& operator=(Context&& other) noexcept;
-    ~Context() { reset(); }
+    ~Context()
+    {
+        if (state_ != nullptr)
+            reset();
+    }
 
     /// Creates a context on `device` (cuCtxCreate_v4, or _v2 on drivers before CUDA 12.5). The calling
     /// thread's stack is left as it was: the driver pushes a new context, cuctx pops it again.
@@ -88,6 +94,7 @@ public:
 private:
     explicit Context(detail::ContextState* state) noexcept : state_(state) {}
     friend class detail::ContextAccess;
+    friend class ContextGuard; // its inline fast path compares states
 
     detail::ContextState* state_ = nullptr;
 };

@@ -3,12 +3,12 @@
 // cuctx::ContextGuard: a context current on this thread for one scope. Thread-bound.
 
 #include "cuctx/context.hpp"
+#include "cuctx/detail/thread_top.hpp"
 
 namespace cuctx {
 
 namespace detail {
 struct ThreadState;
-struct Slot;
 } // namespace detail
 
 /// Asks a guard to check the driver's current context (cuCtxGetCurrent, 10-15 ns) before trusting
@@ -25,9 +25,28 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// movable; no heap allocation after the thread's first guard.
 class ContextGuard {
 public:
-    explicit ContextGuard(const Context& context);
-    ContextGuard(const Context& context, VerifyCurrent);
-    ~ContextGuard();
+    explicit ContextGuard(const Context& context) : state_(context.state_)
+    {
+        detail::ThreadTop& top = detail::t_top;
+        if (top.state == state_ && state_ != nullptr) [[likely]] {
+            uses_ = top.uses; // only this thread writes its count
+            uses_->store(uses_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            return;
+        }
+        enter(context, false);
+    }
+    ContextGuard(const Context& context, VerifyCurrent) : state_(context.state_) { enter(context, true); }
+    ~ContextGuard()
+    {
+        if (!pushed_) [[likely]] {
+            const std::uint32_t after = uses_->load(std::memory_order_relaxed) - 1;
+            uses_->store(after, std::memory_order_release);
+            if (after == 0) [[unlikely]]
+                detail::lastUseOnThread(state_);
+            return;
+        }
+        leave();
+    }
     ContextGuard(const ContextGuard&) = delete;
     ContextGuard& operator=(const ContextGuard&) = delete;
 
@@ -36,10 +55,11 @@ public:
 
 private:
     void enter(const Context& context, bool verify);
+    void leave() noexcept;
 
+    detail::ContextState* state_;
+    std::atomic<std::uint32_t>* uses_ = nullptr;
     detail::ThreadState* thread_ = nullptr;
-    detail::ContextState* state_ = nullptr;
-    detail::Slot* slot_ = nullptr;
     unsigned entryIndex_ = 0;
     bool pushed_ = false;
 };

@@ -12,54 +12,51 @@ namespace cuctx {
 using detail::ContextState;
 using detail::ThreadState;
 
-ContextGuard::ContextGuard(const Context& context)
-{
-    enter(context, false);
-}
-
-ContextGuard::ContextGuard(const Context& context, VerifyCurrent)
-{
-    enter(context, true);
-}
-
 void ContextGuard::enter(const Context& context, bool verify)
 {
+    // The inline fast path did not apply: no cuctx entry of this context on top, a verifying guard,
+    // an empty handle, or a forked child (whose atfork handler clears the thread's top).
     ContextState* state = detail::ContextAccess::state(context);
-    ThreadState& ts = detail::threadState();
-    thread_ = &ts;
-    state_ = state;
-    // The elided path still notices a fork: the child's atfork handler clears the driver table.
-    if (!verify && state != nullptr && !ts.entries.empty() && ts.entries.back().state == state &&
-        detail::g_activeApi.load(std::memory_order_relaxed) != nullptr) [[likely]] {
-        // Already current through cuctx: count the use on this thread's own slot, nothing else.
-        slot_ = ts.entries.back().slot;
-        slot_->uses.store(slot_->uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        return;
-    }
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
     (void)detail::api(); // throws in a child forked after initialisation
+    ThreadState& ts = detail::threadState();
+    thread_ = &ts;
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
     if (!ts.entries.empty() && ts.entries.back().state == state) {
-        slot_ = ts.entries.back().slot;
-        slot_->uses.store(slot_->uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        uses_ = &ts.entries.back().slot->uses;
+        uses_->store(uses_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return;
     }
     detail::throwSticky(*state);
-    const detail::StackEntry& entry = detail::pushEntry(ts, state, detail::StackEntryKind::guard, {});
-    slot_ = entry.slot;
+    const detail::StackEntry& entry = detail::pushEntry(ts, state, detail::StackEntryKind::guard);
+    uses_ = &entry.slot->uses;
     entryIndex_ = static_cast<unsigned>(ts.entries.size() - 1);
     pushed_ = true;
 }
 
-ContextGuard::~ContextGuard()
+void ContextGuard::leave() noexcept
 {
-    if (!pushed_) [[likely]] {
-        ThreadState::endUse(*slot_, state_);
+    // The usual case first: this guard's entry is on top and the driver pops what it pushed.
+    ThreadState& ts = *thread_;
+    if (entryIndex_ + 1 == ts.entries.size()) [[likely]] {
+        const detail::StackEntry top = ts.entries.back();
+        CUcontext popped = nullptr;
+        const CUresult r = detail::g_activeApi.load(std::memory_order_relaxed)->cuCtxPopCurrent(&popped);
+        if (r == CUDA_SUCCESS && popped == top.handle) [[likely]] {
+            ts.entries.pop_back();
+            ts.refreshTop();
+            if (detail::logEnabled(LogLevel::trace)) [[unlikely]]
+                detail::logTrace("thread {}: pop {} (guard), depth {}", ts.tid, detail::describeContext(*state_),
+                                 ts.entries.size());
+            ThreadState::endUse(*top.slot, state_);
+            return;
+        }
+        detail::finishFailedPop(ts, r, popped, "cuctx::ContextGuard");
         return;
     }
-    detail::popEntry(*thread_, entryIndex_, "cuctx::ContextGuard");
+    detail::popEntry(ts, entryIndex_, "cuctx::ContextGuard");
 }
 
 } // namespace cuctx

@@ -12,7 +12,7 @@ using detail::ThreadState;
 void ContextStack::push(const Context& context)
 {
     detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::push");
-    detail::pushEntry(detail::threadState(), &state, StackEntryKind::push, context);
+    detail::pushEntry(detail::threadState(), &state, StackEntryKind::push);
 }
 
 Context ContextStack::pop()
@@ -74,7 +74,7 @@ void ContextStack::adopt(const Context& context)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
                            "this thread has guards or pushes on its stack; an adoption must be the bottom entry",
                            "Adopt at the start of the worker, outside any guard", detail::subjectOf(state));
-    detail::pushEntry(ts, &state, StackEntryKind::binding, context);
+    detail::pushEntry(ts, &state, StackEntryKind::binding);
 }
 
 void ContextStack::release()
@@ -95,8 +95,11 @@ void ContextStack::release()
 Context ContextStack::adopted()
 {
     const ThreadState& ts = detail::threadState();
-    if (!ts.entries.empty() && ts.entries.front().kind == StackEntryKind::binding)
-        return ts.entries.front().owner;
+    if (!ts.entries.empty() && ts.entries.front().kind == StackEntryKind::binding) {
+        detail::ContextState* state = ts.entries.front().state;
+        state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
+        return detail::ContextAccess::adopt(state);
+    }
     return {};
 }
 

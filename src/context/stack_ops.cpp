@@ -50,7 +50,7 @@ std::string describeHandle(CUcontext handle)
     return text;
 }
 
-const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind, Context owner)
+const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind)
 {
     Slot& slot = ts.slotFor(state);
     ts.beginUse(slot, state);
@@ -59,7 +59,11 @@ const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind
         ThreadState::endUse(slot, state);
         throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), std::source_location::current());
     }
-    ts.entries.push_back(StackEntry{state->handle, state, &slot, kind, std::move(owner)});
+    const bool ownsHandle = kind != StackEntryKind::guard;
+    if (ownsHandle)
+        state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
+    ts.entries.push_back(StackEntry{state->handle, state, &slot, kind, ownsHandle});
+    ts.refreshTop();
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(kind),
                  ts.entries.size());
@@ -71,7 +75,7 @@ Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept
     StackEntry& top = ts.entries.back();
     if (index + 1 != ts.entries.size()) [[unlikely]] {
         // Something cuctx pushed later is still above this entry: leave the driver's stack alone.
-        StackEntry mine = std::move(ts.entries[index]);
+        StackEntry mine = ts.entries[index];
         recordSticky(*mine.state,
                      mismatchError(who,
                                    std::string("it ends while ") + describeContext(*top.state) + " (a " +
@@ -81,49 +85,58 @@ Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept
                                    "End what you push or adopt inside a guard's scope before the scope ends",
                                    *mine.state));
         ts.entries.erase(ts.entries.begin() + static_cast<std::ptrdiff_t>(index));
+        ts.refreshTop();
         ThreadState::endUse(*mine.slot, mine.state);
-        return std::move(mine.owner);
+        return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
     }
-    StackEntry mine = std::move(top);
-    ts.entries.pop_back();
-    const DriverApi& d = *g_activeApi.load(std::memory_order_acquire); // loaded: the entry was pushed
+    const StackEntry mine = top;
     CUcontext popped = nullptr;
-    const CUresult r = d.cuCtxPopCurrent(&popped);
-    if (r != CUDA_SUCCESS || popped != mine.handle) [[unlikely]] {
-        try {
-            std::string detail;
-            if (r != CUDA_SUCCESS)
-                detail = std::string("cuCtxPopCurrent failed with ") + std::string(resultName(r));
-            else
-                detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
-            // Code inside the scope pushed another context and left it: then ours is still on top.
-            CUcontext now = nullptr;
-            if (r == CUDA_SUCCESS && d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == mine.handle &&
-                ts.current() != mine.handle) {
-                CUcontext again = nullptr;
-                if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
-                    detail += "; popped its own context too, so the stack is as it was before it";
-                (void)d.cuCtxGetCurrent(&now);
-            } else {
-                (void)d.cuCtxGetCurrent(&now);
-            }
-            if (now != ts.current())
-                detail += "; the driver's current context is now " + describeHandle(now) + ", where cuctx expected " +
-                          describeHandle(ts.current());
-            recordSticky(*mine.state,
-                         mismatchError(who, detail,
-                                       "Code inside the scope changed the current context (cuCtxSetCurrent, "
-                                       "cudaSetDevice, an unbalanced cuCtxPushCurrent) without restoring it",
-                                       *mine.state));
-        } catch (...) {
-            logError("{}: the context stack changed behind cuctx's back (and describing it failed)", who);
-        }
-    } else if (logEnabled(LogLevel::trace)) [[unlikely]] {
+    const CUresult r = g_activeApi.load(std::memory_order_acquire)->cuCtxPopCurrent(&popped); // loaded: pushed
+    if (r != CUDA_SUCCESS || popped != mine.handle) [[unlikely]]
+        return finishFailedPop(ts, r, popped, who);
+    ts.entries.pop_back();
+    ts.refreshTop();
+    if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*mine.state), kindName(mine.kind),
                  ts.entries.size());
+    ThreadState::endUse(*mine.slot, mine.state);
+    return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
+}
+
+Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const char* who) noexcept
+{
+    const StackEntry mine = ts.entries.back();
+    ts.entries.pop_back();
+    ts.refreshTop();
+    const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
+    try {
+        std::string detail;
+        if (r != CUDA_SUCCESS)
+            detail = std::string("cuCtxPopCurrent failed with ") + std::string(resultName(r));
+        else
+            detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
+        // Code inside the scope pushed another context and left it: then ours is still on top.
+        CUcontext now = nullptr;
+        if (r == CUDA_SUCCESS && d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == mine.handle &&
+            ts.current() != mine.handle) {
+            CUcontext again = nullptr;
+            if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
+                detail += "; popped its own context too, so the stack is as it was before it";
+        }
+        (void)d.cuCtxGetCurrent(&now);
+        if (now != ts.current())
+            detail += "; the driver's current context is now " + describeHandle(now) + ", where cuctx expected " +
+                      describeHandle(ts.current());
+        recordSticky(*mine.state, mismatchError(who, detail,
+                                                "Code inside the scope changed the current context "
+                                                "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent) "
+                                                "without restoring it",
+                                                *mine.state));
+    } catch (...) {
+        logError("{}: the context stack changed behind cuctx's back (and describing it failed)", who);
     }
     ThreadState::endUse(*mine.slot, mine.state);
-    return std::move(mine.owner);
+    return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
 }
 
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)

@@ -10,14 +10,20 @@
 
 namespace cuctx::detail {
 
-/// Pushes `state`'s context on the driver's stack and records the entry (with `owner` as the handle
-/// it keeps, empty for guards). Leaves nothing behind if the push fails.
-const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind, Context owner);
+/// Pushes `state`'s context on the driver's stack and records the entry; a push or adoption also takes
+/// a handle (a guard's use count is enough to keep the context alive). Leaves nothing behind if the
+/// push fails.
+const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind);
 
 /// Pops entry `index` (which must be the top) from the driver and the record, checks that the driver
 /// popped that context, repairs and records a mismatch on the context, and ends the use. Returns the
-/// owner handle the entry kept. Never throws: `who` names the caller in what it records.
+/// handle the entry kept (empty for a guard). Never throws: `who` names the caller in what it records.
 Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept;
+
+/// The rest of a pop whose driver call failed (`r`) or popped another context (`popped`) than the top
+/// entry's: removes the entry, repairs the driver's stack as far as it can, records the mismatch on the
+/// context and ends the use.
+Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const char* who) noexcept;
 
 /// Compares cuctx's record with cuCtxGetCurrent; on a difference, the text that shows both.
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actual = nullptr);

@@ -1,22 +1,27 @@
 #include "context/thread_state.hpp"
 
-#include "context/fence.hpp"
+#include "context/context_access.hpp"
+
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
+#include "driver/fork_state.hpp"
 #include "log.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 
 namespace cuctx::detail {
 namespace {
 
 std::atomic<std::uint64_t> g_threadNumbers{0};
 
-// Owns the calling thread's state; its destructor runs at thread exit.
+// Owns the calling thread's state (on the heap, to keep cuctx's static TLS small); its destructor
+// runs at thread exit.
 struct ThreadStateHolder {
-    ThreadState state;
+    std::unique_ptr<ThreadState> state;
 };
 
 } // namespace
@@ -33,14 +38,29 @@ std::vector<ThreadState*>& registeredThreads()
     return *threads;
 }
 
-[[gnu::tls_model("initial-exec")]] thread_local ThreadState* t_threadState = nullptr;
+constinit thread_local ThreadState* t_threadState = nullptr;
+constinit thread_local ThreadTop t_top{};
+
+// In a child forked after CUDA was initialised: the forking thread's guards must take the slow
+// path, which reports the fork, instead of trusting the inherited top.
+void clearTopInChild()
+{
+    if (initialisingPid() != 0)
+        t_top = ThreadTop{};
+}
+
+std::once_flag g_atforkOnce;
 
 ThreadState& makeThreadState()
 {
+    std::call_once(g_atforkOnce, [] { pthread_atfork(nullptr, nullptr, clearTopInChild); });
     thread_local ThreadStateHolder holder;
-    t_threadState = &holder.state;
-    return holder.state;
+    holder.state = std::make_unique<ThreadState>();
+    t_threadState = holder.state.get();
+    return *holder.state;
 }
+
+
 
 ThreadState::ThreadState()
     : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1)
@@ -58,12 +78,13 @@ ThreadState::~ThreadState()
         threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
     }
     t_threadState = nullptr;
+    t_top = ThreadTop{};
     // Adoptions and pushes left at thread exit: the driver forgets this thread's stack by itself;
     // cuctx drops the handles they kept, which may destroy their contexts.
     std::vector<Context> owners;
     for (StackEntry& e : entries)
-        if (e.owner)
-            owners.push_back(std::move(e.owner));
+        if (e.ownsHandle)
+            owners.push_back(ContextAccess::adopt(e.state));
     if (!owners.empty())
         logDebug("thread {} exits with {} context(s) still adopted or pushed; releasing them", tid, owners.size());
     entries.clear();
@@ -75,10 +96,8 @@ ThreadState::~ThreadState()
     }
 }
 
-Slot& ThreadState::slotFor(ContextState* state)
+Slot& ThreadState::findSlot(ContextState* state)
 {
-    if (lastSlot != nullptr && lastSlot->state.load(std::memory_order_relaxed) == state) [[likely]]
-        return *lastSlot;
     Slot* free = nullptr;
     SlotBlock* last = &firstBlock;
     for (SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
@@ -107,10 +126,9 @@ Slot& ThreadState::slotFor(ContextState* state)
     return *(lastSlot = free);
 }
 
-void ThreadState::beginUse(Slot& slot, ContextState* state)
+void ThreadState::claimExclusive(Slot& slot, ContextState* state)
 {
-    const std::uint32_t before = slot.uses.load(std::memory_order_relaxed);
-    if (state->exclusive() && before == 0) {
+    if (slot.uses.load(std::memory_order_relaxed) == 0) {
         std::uint64_t expected = 0;
         if (!state->exclusiveOwner.compare_exchange_strong(expected, number, std::memory_order_acq_rel)) {
             long ownerTid = 0;
@@ -127,15 +145,10 @@ void ThreadState::beginUse(Slot& slot, ContextState* state)
                        "Give each thread its own green context, or leave it on the other thread first");
         }
     }
-    slot.uses.store(before + 1, std::memory_order_relaxed);
 }
 
-void ThreadState::endUse(Slot& slot, ContextState* state) noexcept
+void lastUseOnThread(ContextState* state) noexcept
 {
-    const std::uint32_t after = slot.uses.load(std::memory_order_relaxed) - 1;
-    slot.uses.store(after, std::memory_order_release);
-    if (after != 0) [[likely]]
-        return;
     if (state->exclusive())
         state->exclusiveOwner.store(0, std::memory_order_release);
     lightFence(); // pairs with the heavy fence of the thread that drops the last handle

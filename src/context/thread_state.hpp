@@ -6,7 +6,9 @@
 // a context (context_state.hpp).
 
 #include "context/context_state.hpp"
+#include "context/fence.hpp"
 #include "cuctx/context.hpp"
+#include "cuctx/detail/thread_top.hpp"
 
 #include <cuda.h>
 
@@ -40,7 +42,7 @@ struct StackEntry {
     ContextState* state = nullptr;
     Slot* slot = nullptr;
     StackEntryKind kind = StackEntryKind::guard;
-    Context owner; // the handle a push or binding keeps (empty for guards: the guard's slot use suffices)
+    bool ownsHandle = false; // a push or adoption keeps one count of state->handles; a guard's use suffices
 };
 
 struct ThreadState {
@@ -54,12 +56,42 @@ struct ThreadState {
 
     /// The slot counting this thread's uses of `state`, made if needed. No allocation unless the
     /// thread meets more than 16 contexts at once.
-    Slot& slotFor(ContextState* state);
+    Slot& slotFor(ContextState* state)
+    {
+        if (lastSlot != nullptr && lastSlot->state.load(std::memory_order_relaxed) == state) [[likely]]
+            return *lastSlot;
+        return findSlot(state);
+    }
+    Slot& findSlot(ContextState* state);
 
     /// Registers a use of `state` on this thread (a green context checks it is free here).
-    void beginUse(Slot& slot, ContextState* state);
+    void beginUse(Slot& slot, ContextState* state)
+    {
+        if (state->exclusive()) [[unlikely]]
+            claimExclusive(slot, state);
+        slot.uses.store(slot.uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    /// Takes a green context for this thread at its first use here; Errc::context_busy if another
+    /// thread has it.
+    void claimExclusive(Slot& slot, ContextState* state);
     /// Ends a use; the last use of an orphaned context may destroy it.
-    static void endUse(Slot& slot, ContextState* state) noexcept;
+    static void endUse(Slot& slot, ContextState* state) noexcept
+    {
+        const std::uint32_t after = slot.uses.load(std::memory_order_relaxed) - 1;
+        slot.uses.store(after, std::memory_order_release);
+        if (after == 0)
+            lastUseOnThread(state);
+    }
+
+    /// Mirrors the top entry into t_top, for ContextGuard's inline fast path. Called whenever
+    /// `entries` changes.
+    void refreshTop() noexcept
+    {
+        if (entries.empty())
+            t_top = ThreadTop{};
+        else
+            t_top = ThreadTop{entries.back().state, &entries.back().slot->uses};
+    }
 
     long tid;                        // gettid()
     std::uint64_t number;            // a process-unique thread number (green-context ownership)
@@ -81,7 +113,7 @@ std::vector<ThreadState*>& registeredThreads();
 
 namespace cuctx::detail {
 
-[[gnu::tls_model("initial-exec")]] extern thread_local ThreadState* t_threadState;
+extern constinit thread_local ThreadState* t_threadState;
 ThreadState& makeThreadState();
 
 inline ThreadState& threadState()

@@ -1,0 +1,218 @@
+// cuctx-bench-contexts: what entering a context costs through cuctx against the raw driver calls,
+// measured in the same run (ratios matter; absolute times drift between machines).
+//
+//   switch   ContextGuard that must push and pop   vs  cuCtxPushCurrent + cuCtxPopCurrent
+//   elided   ContextGuard on the current context   vs  the same raw pair
+//   shared   N threads, one shared context, a guard around each task (workers adopted the context)
+//            vs  a raw push + pop around each task
+//
+// usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]
+
+#include "cuctx/cuctx.hpp"
+#include "driver/driver_state.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int threads = 16;
+    long tasks = 1'000'000;      // per thread, for the shared-context runs
+    long iterations = 2'000'000; // for the single-thread runs
+    int repeats = 5;             // single-thread runs keep the best of these
+    bool csv = false;
+};
+
+// Keeps the compiler from removing a loop body.
+template <typename T>
+void keep(T&& value)
+{
+    asm volatile("" : : "g"(&value) : "memory");
+}
+
+// Best time per iteration (ns) over `repeats` runs of `body(iterations)`.
+double bestNs(const Options& o, const std::function<void(long)>& body)
+{
+    double best = 1e300;
+    for (int r = 0; r < o.repeats; ++r) {
+        const auto t0 = Clock::now();
+        body(o.iterations);
+        const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / o.iterations;
+        best = std::min(best, ns);
+    }
+    return best;
+}
+
+// Aggregate operations per second of `threads` threads each running `perThread(tasks)`, timed from a
+// common start to the last finish; `setUp` runs on each thread before the start.
+double aggregateOps(const Options& o, const std::function<void()>& setUp, const std::function<void(long)>& perThread,
+                    const std::function<void()>& tearDown)
+{
+    std::barrier start(o.threads + 1);
+    std::barrier finish(o.threads + 1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o.threads; ++t)
+        threads.emplace_back([&] {
+            setUp();
+            start.arrive_and_wait();
+            perThread(o.tasks);
+            finish.arrive_and_wait();
+            tearDown();
+        });
+    start.arrive_and_wait();
+    const auto t0 = Clock::now();
+    finish.arrive_and_wait();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (auto& th : threads)
+        th.join();
+    return static_cast<double>(o.tasks) * o.threads / seconds;
+}
+
+struct Row {
+    std::string name;
+    std::string raw;
+    std::string cuctx;
+    double ratio;
+    std::string target;
+    bool met;
+};
+
+void print(const std::vector<Row>& rows, const Options& o)
+{
+    if (o.csv) {
+        std::printf("measurement,raw,cuctx,ratio,target,met\n");
+        for (const Row& r : rows)
+            std::printf("%s,%s,%s,%.3f,%s,%s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+                        r.target.c_str(), r.met ? "yes" : "no");
+        return;
+    }
+    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
+    for (const Row& r : rows)
+        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+                    r.target.c_str(), r.met ? "yes" : "NO");
+}
+
+std::string ns(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f ns", v);
+    return text;
+}
+
+std::string mops(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f Mops/s", v / 1e6);
+    return text;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto next = [&]() -> long { return i + 1 < argc ? std::atol(argv[++i]) : 0; };
+        if (arg == "--threads")
+            o.threads = static_cast<int>(next());
+        else if (arg == "--tasks")
+            o.tasks = next();
+        else if (arg == "--iterations")
+            o.iterations = next();
+        else if (arg == "--csv")
+            o.csv = true;
+        else {
+            std::fprintf(stderr, "usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]\n");
+            return 2;
+        }
+    }
+    const auto status = cuctx::Driver::status();
+    if (!status.loaded) {
+        std::fprintf(stderr, "cuctx-bench-contexts: nothing to measure: %s\n", status.message.c_str());
+        return 77;
+    }
+    const auto& d = cuctx::detail::api();
+    const cuctx::Device device = cuctx::Device::get(0);
+    cuctx::Context home = cuctx::Context::create(device);  // current underneath, as in a real program
+    cuctx::Context other = cuctx::Context::create(device); // what the switching guard enters
+    std::vector<Row> rows;
+
+    cuctx::ContextBinding binding(home);
+    const CUcontext otherHandle = other.native();
+    const double rawPair = bestNs(o, [&](long n) {
+        CUcontext popped = nullptr;
+        for (long i = 0; i < n; ++i) {
+            d.cuCtxPushCurrent(otherHandle);
+            d.cuCtxPopCurrent(&popped);
+        }
+        keep(popped);
+    });
+    const double switching = bestNs(o, [&](long n) {
+        for (long i = 0; i < n; ++i) {
+            cuctx::ContextGuard g(other);
+            keep(g);
+        }
+    });
+    const double elided = bestNs(o, [&](long n) {
+        for (long i = 0; i < n; ++i) {
+            cuctx::ContextGuard g(home);
+            keep(g);
+        }
+    });
+    const double getCurrent = bestNs(o, [&](long n) {
+        CUcontext c = nullptr;
+        for (long i = 0; i < n; ++i)
+            d.cuCtxGetCurrent(&c);
+        keep(c);
+    });
+    rows.push_back({"guard that switches (1 thread)", ns(rawPair), ns(switching), switching / rawPair, "<= 1.10x raw pair",
+                    switching / rawPair <= 1.10});
+    rows.push_back({"guard on the current context", ns(rawPair), ns(elided), rawPair / elided, ">= 10x cheaper, <= 5 ns",
+                    rawPair / elided >= 10 && elided <= 5.0});
+    rows.push_back({"cuCtxGetCurrent (reference)", ns(getCurrent), ns(elided), getCurrent / elided, "(none)", true});
+
+    // N threads, one shared context, a task per iteration.
+    const CUcontext sharedHandle = home.native();
+    const double rawShared = aggregateOps(
+        o, [] {},
+        [&](long tasks) {
+            CUcontext popped = nullptr;
+            for (long i = 0; i < tasks; ++i) {
+                d.cuCtxPushCurrent(sharedHandle);
+                keep(i);
+                d.cuCtxPopCurrent(&popped);
+            }
+        },
+        [] {});
+    const double cuctxShared = aggregateOps(
+        o, [&] { cuctx::ContextStack::adopt(home); },
+        [&](long tasks) {
+            for (long i = 0; i < tasks; ++i) {
+                cuctx::ContextGuard g(home);
+                keep(i);
+            }
+        },
+        [] { cuctx::ContextStack::release(); });
+    const std::string name = std::to_string(o.threads) + " threads, 1 shared context";
+    rows.push_back({name, mops(rawShared), mops(cuctxShared), cuctxShared / rawShared, ">= 50x raw aggregate",
+                    cuctxShared / rawShared >= 50});
+
+    if (!o.csv)
+        std::printf("cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks\n\n",
+                    device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks);
+    print(rows, o);
+    return 0;
+}
