@@ -55,6 +55,7 @@ public:
 
 private:
     void enter(const Context& context, bool verify);
+    void enterSlow(const Context& context, bool verify);
     void leave() noexcept;
 
     detail::ContextState* state_;

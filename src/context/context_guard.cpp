@@ -14,8 +14,38 @@ using detail::ThreadState;
 
 void ContextGuard::enter(const Context& context, bool verify)
 {
-    // The inline fast path did not apply: no cuctx entry of this context on top, a verifying guard,
-    // an empty handle, or a forked child (whose atfork handler clears the thread's top).
+    // The header's inline path found that this context is not cuctx's top entry here. The usual case
+    // next: a plain context, a thread cuctx knows, a loaded driver: push it.
+    ContextState* state = state_;
+    ThreadState* ts = detail::t_threadState;
+    const detail::DriverApi* d = detail::g_activeApi.load(std::memory_order_relaxed);
+    if (!verify && state != nullptr && ts != nullptr && d != nullptr && !state->exclusive() &&
+        !state->hasSticky.load(std::memory_order_relaxed)) [[likely]] {
+        detail::Slot& slot = ts->slotFor(state);
+        slot.uses.store(slot.uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        const CUresult r = d->cuCtxPushCurrent(state->handle);
+        if (r == CUDA_SUCCESS) [[likely]] {
+            ts->entries.push_back(detail::StackEntry{state->handle, state, &slot, detail::StackEntryKind::guard, false});
+            ts->refreshTop();
+            thread_ = ts;
+            uses_ = &slot.uses;
+            entryIndex_ = static_cast<unsigned>(ts->entries.size() - 1);
+            pushed_ = true;
+            if (detail::logEnabled(LogLevel::trace)) [[unlikely]]
+                detail::logTrace("thread {}: push {} (guard), depth {}", ts->tid, detail::describeContext(*state),
+                                 ts->entries.size());
+            return;
+        }
+        ThreadState::endUse(slot, state);
+        detail::throwDriverError(r, "cuCtxPushCurrent", detail::subjectOf(*state), std::source_location::current());
+    }
+    enterSlow(context, verify);
+}
+
+void ContextGuard::enterSlow(const Context& context, bool verify)
+{
+    // An empty handle, a verifying guard, a green context, a recorded error, the thread's first
+    // guard, or a forked child.
     ContextState* state = detail::ContextAccess::state(context);
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle

@@ -168,10 +168,8 @@ void recordSticky(ContextState& state, Error error) noexcept
     }
 }
 
-void throwSticky(ContextState& state)
+void throwRecorded(ContextState& state)
 {
-    if (!state.hasSticky.load(std::memory_order_acquire))
-        return;
     std::optional<Error> error;
     {
         std::lock_guard lock(state.stickyMutex);

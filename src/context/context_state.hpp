@@ -65,8 +65,14 @@ std::string describeContext(const ContextState& state);
 
 /// Records an error on the context for its next fallible call, and logs it.
 void recordSticky(ContextState& state, Error error) noexcept;
+/// Throws the recorded error and clears it.
+[[gnu::cold]] void throwRecorded(ContextState& state);
 /// Throws the recorded error, if any, and clears it.
-void throwSticky(ContextState& state);
+inline void throwSticky(ContextState& state)
+{
+    if (state.hasSticky.load(std::memory_order_acquire)) [[unlikely]]
+        throwRecorded(state);
+}
 
 /// Drops one handle; the last one orphans the context and destroys it once no thread uses it.
 void releaseHandle(ContextState* state) noexcept;

@@ -1,9 +1,9 @@
 #pragma once
 
 // An asymmetric fence: the rare side (orphaning a context) pays for a full barrier on every thread of
-// the process (membarrier(2) PRIVATE_EXPEDITED), so that the frequent side (leaving a context) needs
-// only a compiler barrier. Where membarrier is unavailable the frequent side falls back to a real
-// fence; under ThreadSanitizer, which models neither, both sides make a seq_cst read-modify-write of
+// the process (membarrier(2) PRIVATE_EXPEDITED, or on x86 an mprotect TLB shootdown where containers
+// filter membarrier), so that the frequent side (leaving a context) needs only a compiler barrier.
+// Where neither works the frequent side falls back to a real fence; under ThreadSanitizer, which models neither, both sides make a seq_cst read-modify-write of
 // one shared atomic, which orders them in a way it understands.
 
 #include <atomic>
@@ -18,8 +18,12 @@
 
 namespace cuctx::detail {
 
-extern bool g_heavyFenceAvailable;
+enum class FenceMode { membarrier, mprotect, none };
+extern FenceMode g_fenceMode;
 extern std::atomic<unsigned> g_fenceWord;
+
+/// "membarrier", "mprotect" or "seq_cst fences": how this process orders the two sides.
+const char* fenceModeName() noexcept;
 
 /// The frequent side: ordered against heavyFence() on any other thread.
 inline void lightFence() noexcept
@@ -27,7 +31,7 @@ inline void lightFence() noexcept
 #ifdef CUCTX_TSAN
     g_fenceWord.fetch_add(1, std::memory_order_seq_cst);
 #else
-    if (g_heavyFenceAvailable) [[likely]]
+    if (g_fenceMode != FenceMode::none) [[likely]]
         std::atomic_signal_fence(std::memory_order_seq_cst);
     else
         std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -74,13 +74,18 @@ struct ThreadState {
     /// Takes a green context for this thread at its first use here; Errc::context_busy if another
     /// thread has it.
     void claimExclusive(Slot& slot, ContextState* state);
-    /// Ends a use; the last use of an orphaned context may destroy it.
+    /// Ends a use; the last use of an orphaned context may destroy it (context_state.hpp).
     static void endUse(Slot& slot, ContextState* state) noexcept
     {
         const std::uint32_t after = slot.uses.load(std::memory_order_relaxed) - 1;
         slot.uses.store(after, std::memory_order_release);
-        if (after == 0)
-            lastUseOnThread(state);
+        if (after != 0)
+            return;
+        if (state->exclusive()) [[unlikely]]
+            state->exclusiveOwner.store(0, std::memory_order_release);
+        lightFence(); // pairs with the heavy fence of the thread that drops the last handle
+        if (state->orphaned.load(std::memory_order_relaxed)) [[unlikely]]
+            lastUseEnded(state);
     }
 
     /// Mirrors the top entry into t_top, for ContextGuard's inline fast path. Called whenever

@@ -5,6 +5,9 @@
 
 #include "fake_env.hpp"
 
+#include "cuctx/context.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
@@ -68,4 +71,25 @@ TEST_CASE("a child forked after initialisation gets forked_after_init, before an
     CHECK(status == 0);
     // The parent is untouched.
     CHECK(cuctx::Device::count() == 2);
+}
+
+TEST_CASE("in a forked child even a guard on the adopted context reports the fork", "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::ContextStack::adopt(ctx);
+    {
+        cuctx::ContextGuard elided(ctx); // in the parent: free
+        CHECK_FALSE(elided.switched());
+    }
+    const int status = inChild([&ctx] {
+        try {
+            cuctx::ContextGuard g(ctx);
+            return 1;
+        } catch (const cuctx::Error& e) {
+            return e.condition() == cuctx::Errc::forked_after_init ? 0 : 2;
+        }
+    });
+    CHECK(status == 0);
+    cuctx::ContextStack::release();
 }

@@ -3,6 +3,7 @@
 
 #include "driver_helpers.hpp"
 
+#include "context/fence.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
 #include "cuctx/context_guard.hpp"
@@ -422,4 +423,39 @@ TEST_CASE("threads that drop their handles inside guards race the destruction: i
     }
     CHECK(failures.load() == 0);
     CHECK(live() == before);
+}
+
+TEST_CASE("the destruction race holds with each asymmetric fence this machine offers", "[registry]")
+{
+    using cuctx::detail::FenceMode;
+    const FenceMode original = cuctx::detail::g_fenceMode;
+#ifndef CUCTX_TSAN
+    for (FenceMode mode : {FenceMode::mprotect, FenceMode::none, original}) {
+        INFO("fence mode " << static_cast<int>(mode));
+        cuctx::detail::g_fenceMode = mode;
+        const long before = live();
+        Context shared = Context::create(Device::get(0));
+        std::vector<std::thread> threads;
+        std::atomic<int> failures{0};
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&failures, mine = shared]() mutable {
+                for (int i = 0; i < 200; ++i) {
+                    ContextGuard g(mine);
+                    if (raw().cuCtxSynchronize() != CUDA_SUCCESS)
+                        failures.fetch_add(1);
+                    if (i == 150) {
+                        mine.reset(); // this guard ends without a handle
+                        break;
+                    }
+                }
+            });
+        shared.reset();
+        for (auto& th : threads)
+            th.join();
+        cuctx::detail::heavyFence(); // and once more on its own
+        CHECK(failures.load() == 0);
+        CHECK(live() == before);
+    }
+#endif
+    cuctx::detail::g_fenceMode = original;
 }

@@ -150,5 +150,8 @@ TEST_CASE("driver: a context destroyed while current on another thread stays cur
     CHECK(getDevice == CUDA_SUCCESS);
     CHECK(work == CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK(pop == CUDA_SUCCESS);
-    CHECK(raw().cuCtxDestroy(victim) == CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // A second destroy fails: 709 from the plain driver, 201 under compute-sanitizer, which tracks the
+    // handle itself. Never success (the handle is stale, the very thing cuctx must never touch).
+    const CUresult again = raw().cuCtxDestroy(victim);
+    CHECK((again == CUDA_ERROR_CONTEXT_IS_DESTROYED || again == CUDA_ERROR_INVALID_CONTEXT));
 }

@@ -9,6 +9,7 @@
 // usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]
 
 #include "cuctx/cuctx.hpp"
+#include "context/fence.hpp"
 #include "driver/driver_state.hpp"
 
 #include <algorithm>
@@ -211,8 +212,10 @@ int main(int argc, char** argv)
                     cuctxShared / rawShared >= 50});
 
     if (!o.csv)
-        std::printf("cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks\n\n",
-                    device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks);
+        std::printf("cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks, "
+                    "asymmetric fence: %s\n\n",
+                    device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks,
+                    cuctx::detail::fenceModeName());
     print(rows, o);
     return 0;
 }
