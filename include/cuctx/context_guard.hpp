@@ -7,10 +7,6 @@
 
 namespace cuctx {
 
-namespace detail {
-struct ThreadState;
-} // namespace detail
-
 /// Asks a guard to check the driver's current context (cuCtxGetCurrent, 10-15 ns) before trusting
 /// cuctx's record, for code that may have changed it behind cuctx's back (runtime API, other libraries).
 struct VerifyCurrent {};
@@ -25,24 +21,29 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// movable; no heap allocation after the thread's first guard.
 class ContextGuard {
 public:
-    explicit ContextGuard(const Context& context) : state_(context.state_)
+    explicit ContextGuard(const Context& context)
     {
-        detail::ThreadTop& top = detail::t_top;
-        if (top.state == state_ && state_ != nullptr) [[likely]] {
-            uses_ = top.uses; // only this thread writes its count
-            uses_->store(uses_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        frame_.state = context.state_;
+        const detail::ThreadTop& top = detail::t_top;
+        if (top.state == frame_.state && frame_.state != nullptr) [[likely]] {
+            frame_.uses = top.uses; // only this thread writes its count
+            frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             return;
         }
         enter(context, false);
     }
-    ContextGuard(const Context& context, VerifyCurrent) : state_(context.state_) { enter(context, true); }
+    ContextGuard(const Context& context, VerifyCurrent)
+    {
+        frame_.state = context.state_;
+        enter(context, true);
+    }
     ~ContextGuard()
     {
         if (!pushed_) [[likely]] {
-            const std::uint32_t after = uses_->load(std::memory_order_relaxed) - 1;
-            uses_->store(after, std::memory_order_release);
+            const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
+            frame_.uses->store(after, std::memory_order_release);
             if (after == 0) [[unlikely]]
-                detail::lastUseOnThread(state_);
+                detail::lastUseOnThread(frame_.state);
             return;
         }
         leave();
@@ -58,10 +59,7 @@ private:
     void enterSlow(const Context& context, bool verify);
     void leave() noexcept;
 
-    detail::ContextState* state_;
-    std::atomic<std::uint32_t>* uses_ = nullptr;
-    detail::ThreadState* thread_ = nullptr;
-    unsigned entryIndex_ = 0;
+    detail::Frame frame_; // the guard's entry in cuctx's record of this thread's stack, when it pushed
     bool pushed_ = false;
 };
 

@@ -6,27 +6,53 @@
 
 namespace cuctx {
 
-using detail::StackEntryKind;
+using detail::Frame;
+using detail::FrameKind;
 using detail::ThreadState;
+
+namespace {
+
+const Frame* bottomFrame() noexcept
+{
+    const Frame* f = detail::t_top.frame;
+    while (f != nullptr && f->below != nullptr)
+        f = f->below;
+    return f;
+}
+
+// Pushes a heap frame of `kind` for `state`; frees it if the push fails.
+void pushHeapFrame(ThreadState& ts, detail::ContextState& state, FrameKind kind)
+{
+    auto* frame = new Frame;
+    frame->kind = kind;
+    try {
+        detail::pushFrame(ts, &state, *frame);
+    } catch (...) {
+        delete frame;
+        throw;
+    }
+}
+
+} // namespace
 
 void ContextStack::push(const Context& context)
 {
     detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::push");
-    detail::pushEntry(detail::threadState(), &state, StackEntryKind::push);
+    pushHeapFrame(detail::threadState(), state, FrameKind::push);
 }
 
 Context ContextStack::pop()
 {
     ThreadState& ts = detail::threadState();
-    if (ts.entries.empty() || ts.entries.back().kind != StackEntryKind::push)
+    Frame* top = detail::t_top.frame;
+    if (top == nullptr || top->kind != FrameKind::push)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::pop",
-                           ts.entries.empty() ? "cuctx has pushed nothing on this thread's stack"
-                                              : std::string("the top of this thread's stack is a ") +
-                                                    detail::kindName(ts.entries.back().kind) +
-                                                    ", which only its owner may remove",
+                           top == nullptr ? "cuctx has pushed nothing on this thread's stack"
+                                          : std::string("the top of this thread's stack is a ") +
+                                                detail::kindName(top->kind) + ", which only its owner may remove",
                            "Pop only what ContextStack::push pushed, in reverse order");
-    detail::ContextState& state = *ts.entries.back().state;
-    Context owner = detail::popEntry(ts, ts.entries.size() - 1, "cuctx::ContextStack::pop");
+    detail::ContextState& state = *top->state;
+    Context owner = detail::popFrame(ts, *top, "cuctx::ContextStack::pop");
     detail::throwSticky(state); // a pop that found someone else's context on top says so now
     return owner;
 }
@@ -34,7 +60,7 @@ Context ContextStack::pop()
 CUcontext ContextStack::current() noexcept
 {
     ThreadState& ts = detail::threadState();
-    if (ts.entries.empty() && !ts.baseKnown) {
+    if (detail::t_top.frame == nullptr && !ts.baseKnown) {
         try {
             detail::learnBase(ts);
         } catch (...) {
@@ -46,16 +72,15 @@ CUcontext ContextStack::current() noexcept
 
 std::size_t ContextStack::depth() noexcept
 {
-    return detail::threadState().entries.size();
+    const Frame* top = detail::t_top.frame;
+    return top != nullptr ? top->depth : 0;
 }
 
 std::vector<ContextStack::Entry> ContextStack::snapshot()
 {
-    const ThreadState& ts = detail::threadState();
     std::vector<Entry> entries;
-    entries.reserve(ts.entries.size());
-    for (const detail::StackEntry& e : ts.entries)
-        entries.push_back(Entry{e.handle, e.state->id, e.state->ordinal, detail::kindName(e.kind)});
+    for (const Frame* f : detail::framesBottomUp())
+        entries.push_back(Entry{f->state->handle, f->state->id, f->state->ordinal, detail::kindName(f->kind)});
     return entries;
 }
 
@@ -63,42 +88,42 @@ void ContextStack::adopt(const Context& context)
 {
     detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::adopt");
     ThreadState& ts = detail::threadState();
-    if (!ts.entries.empty() && ts.entries.front().kind == StackEntryKind::binding) {
-        if (ts.entries.front().state == &state)
+    if (const Frame* bottom = bottomFrame(); bottom != nullptr && bottom->kind == FrameKind::adopted) {
+        if (bottom->state == &state)
             return;
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
-                           "this thread has already adopted " + detail::describeContext(*ts.entries.front().state),
+                           "this thread has already adopted " + detail::describeContext(*bottom->state),
                            "Release it first (ContextStack::release)", detail::subjectOf(state));
     }
-    if (!ts.entries.empty())
+    if (detail::t_top.frame != nullptr)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
                            "this thread has guards or pushes on its stack; an adoption must be the bottom entry",
                            "Adopt at the start of the worker, outside any guard", detail::subjectOf(state));
-    detail::pushEntry(ts, &state, StackEntryKind::binding);
+    pushHeapFrame(ts, state, FrameKind::adopted);
 }
 
 void ContextStack::release()
 {
     ThreadState& ts = detail::threadState();
-    if (ts.entries.empty() || ts.entries.front().kind != StackEntryKind::binding)
+    const Frame* bottom = bottomFrame();
+    if (bottom == nullptr || bottom->kind != FrameKind::adopted)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release", "this thread has adopted no context",
                            "Call release() only after adopt()");
-    if (ts.entries.size() != 1)
+    Frame* top = detail::t_top.frame;
+    if (top != bottom)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release",
                            "guards or pushes are still above the adopted context",
                            "Release the adoption after they end");
-    detail::ContextState& state = *ts.entries.front().state;
-    Context owner = detail::popEntry(ts, 0, "cuctx::ContextStack::release");
+    detail::ContextState& state = *top->state;
+    Context owner = detail::popFrame(ts, *top, "cuctx::ContextStack::release");
     detail::throwSticky(state);
 }
 
 Context ContextStack::adopted()
 {
-    const ThreadState& ts = detail::threadState();
-    if (!ts.entries.empty() && ts.entries.front().kind == StackEntryKind::binding) {
-        detail::ContextState* state = ts.entries.front().state;
-        state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
-        return detail::ContextAccess::adopt(state);
+    if (const Frame* bottom = bottomFrame(); bottom != nullptr && bottom->kind == FrameKind::adopted) {
+        bottom->state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
+        return detail::ContextAccess::adopt(bottom->state);
     }
     return {};
 }
@@ -121,7 +146,7 @@ void ContextStack::verify()
 void ContextStack::resync()
 {
     ThreadState& ts = detail::threadState();
-    if (!ts.entries.empty())
+    if (detail::t_top.frame != nullptr)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::resync",
                            "cuctx has entries on this thread's stack; resync only accepts a new base below none",
                            "End the guards, pushes and adoption first");

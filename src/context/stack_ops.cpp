@@ -24,12 +24,12 @@ Error mismatchError(std::string who, std::string detail, std::string hint, const
 
 } // namespace
 
-const char* kindName(StackEntryKind kind) noexcept
+const char* kindName(FrameKind kind) noexcept
 {
     switch (kind) {
-    case StackEntryKind::guard: return "guard";
-    case StackEntryKind::push: return "push";
-    case StackEntryKind::binding: return "adopted";
+    case FrameKind::guard: return "guard";
+    case FrameKind::push: return "push";
+    case FrameKind::adopted: return "adopted";
     }
     return "?";
 }
@@ -50,64 +50,92 @@ std::string describeHandle(CUcontext handle)
     return text;
 }
 
-const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind)
+std::vector<const Frame*> framesBottomUp()
+{
+    std::vector<const Frame*> frames;
+    for (const Frame* f = t_top.frame; f != nullptr; f = f->below)
+        frames.push_back(f);
+    return {frames.rbegin(), frames.rend()};
+}
+
+void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
 {
     Slot& slot = ts.slotFor(state);
     ts.beginUse(slot, state);
     const CUresult r = api().cuCtxPushCurrent(state->handle);
     if (r != CUDA_SUCCESS) [[unlikely]] {
-        ThreadState::endUse(slot, state);
+        ThreadState::endUse(slot.uses, state);
         throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), std::source_location::current());
     }
-    const bool ownsHandle = kind != StackEntryKind::guard;
-    if (ownsHandle)
+    Frame* below = t_top.frame;
+    frame.state = state;
+    frame.uses = &slot.uses;
+    frame.below = below;
+    frame.depth = below != nullptr ? below->depth + 1 : 1;
+    frame.ownsHandle = frame.kind != FrameKind::guard;
+    if (frame.ownsHandle)
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
-    ts.entries.push_back(StackEntry{state->handle, state, &slot, kind, ownsHandle});
-    ts.refreshTop();
+    setTop(&frame);
     if (logEnabled(LogLevel::trace)) [[unlikely]]
-        logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(kind),
-                 ts.entries.size());
-    return ts.entries.back();
+        logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),
+                 frame.depth);
 }
 
-Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept
+namespace {
+
+// Ends a frame's part in the record: its use, and the handle it kept (returned). Frees a heap frame.
+Context retire(Frame& frame) noexcept
 {
-    StackEntry& top = ts.entries.back();
-    if (index + 1 != ts.entries.size()) [[unlikely]] {
-        // Something cuctx pushed later is still above this entry: leave the driver's stack alone.
-        StackEntry mine = ts.entries[index];
-        recordSticky(*mine.state,
+    ContextState* state = frame.state;
+    const bool owned = frame.ownsHandle;
+    std::atomic<std::uint32_t>* uses = frame.uses;
+    if (frame.kind != FrameKind::guard)
+        delete &frame;
+    ThreadState::endUse(*uses, state);
+    return owned ? ContextAccess::adopt(state) : Context{};
+}
+
+} // namespace
+
+Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
+{
+    Frame* top = t_top.frame;
+    if (top != &frame) [[unlikely]] {
+        // Something cuctx pushed later is still above this frame: leave the driver's stack alone.
+        Frame* above = top;
+        while (above != nullptr && above->below != &frame)
+            above = above->below;
+        if (above != nullptr) {
+            above->below = frame.below;
+            for (Frame* f = top; f != frame.below; f = f->below)
+                --f->depth;
+        }
+        recordSticky(*frame.state,
                      mismatchError(who,
-                                   std::string("it ends while ") + describeContext(*top.state) + " (a " +
-                                       kindName(top.kind) +
+                                   std::string("it ends while ") + describeContext(*top->state) + " (a " +
+                                       kindName(top->kind) +
                                        " made after it) is still on top of this thread's stack; its own context "
                                        "stays on the driver's stack below that",
                                    "End what you push or adopt inside a guard's scope before the scope ends",
-                                   *mine.state));
-        ts.entries.erase(ts.entries.begin() + static_cast<std::ptrdiff_t>(index));
-        ts.refreshTop();
-        ThreadState::endUse(*mine.slot, mine.state);
-        return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
+                                   *frame.state));
+        (void)ts;
+        return retire(frame);
     }
-    const StackEntry mine = top;
     CUcontext popped = nullptr;
     const CUresult r = g_activeApi.load(std::memory_order_acquire)->cuCtxPopCurrent(&popped); // loaded: pushed
-    if (r != CUDA_SUCCESS || popped != mine.handle) [[unlikely]]
-        return finishFailedPop(ts, r, popped, who);
-    ts.entries.pop_back();
-    ts.refreshTop();
+    if (r != CUDA_SUCCESS || popped != frame.state->handle) [[unlikely]]
+        return finishFailedPop(ts, frame, r, popped, who);
+    setTop(frame.below);
     if (logEnabled(LogLevel::trace)) [[unlikely]]
-        logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*mine.state), kindName(mine.kind),
-                 ts.entries.size());
-    ThreadState::endUse(*mine.slot, mine.state);
-    return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
+        logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*frame.state), kindName(frame.kind),
+                 frame.depth - 1);
+    return retire(frame);
 }
 
-Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const char* who) noexcept
+Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept
 {
-    const StackEntry mine = ts.entries.back();
-    ts.entries.pop_back();
-    ts.refreshTop();
+    setTop(frame.below);
+    const CUcontext mine = frame.state->handle;
     const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
     try {
         std::string detail;
@@ -117,8 +145,7 @@ Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const cha
             detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
         // Code inside the scope pushed another context and left it: then ours is still on top.
         CUcontext now = nullptr;
-        if (r == CUDA_SUCCESS && d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == mine.handle &&
-            ts.current() != mine.handle) {
+        if (r == CUDA_SUCCESS && d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == mine && ts.current() != mine) {
             CUcontext again = nullptr;
             if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
                 detail += "; popped its own context too, so the stack is as it was before it";
@@ -127,21 +154,20 @@ Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const cha
         if (now != ts.current())
             detail += "; the driver's current context is now " + describeHandle(now) + ", where cuctx expected " +
                       describeHandle(ts.current());
-        recordSticky(*mine.state, mismatchError(who, detail,
-                                                "Code inside the scope changed the current context "
-                                                "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent) "
-                                                "without restoring it",
-                                                *mine.state));
+        recordSticky(*frame.state, mismatchError(who, detail,
+                                                 "Code inside the scope changed the current context "
+                                                 "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent) "
+                                                 "without restoring it",
+                                                 *frame.state));
     } catch (...) {
         logError("{}: the context stack changed behind cuctx's back (and describing it failed)", who);
     }
-    ThreadState::endUse(*mine.slot, mine.state);
-    return mine.ownsHandle ? ContextAccess::adopt(mine.state) : Context{};
+    return retire(frame);
 }
 
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
 {
-    if (!ts.baseKnown && ts.entries.empty())
+    if (!ts.baseKnown && t_top.frame == nullptr)
         learnBase(ts);
     CUcontext actual = nullptr;
     check(api().cuCtxGetCurrent(&actual), "cuCtxGetCurrent");
@@ -151,10 +177,11 @@ std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
         return std::nullopt;
     std::string text = "the driver's current context is " + describeHandle(actual) + ", but cuctx recorded " +
                        describeHandle(ts.current()) + " (cuctx's entries, bottom first: ";
-    if (ts.entries.empty())
+    const auto frames = framesBottomUp();
+    if (frames.empty())
         text += "none";
-    for (std::size_t i = 0; i < ts.entries.size(); ++i)
-        text += (i ? ", " : "") + describeContext(*ts.entries[i].state) + " [" + kindName(ts.entries[i].kind) + "]";
+    for (std::size_t i = 0; i < frames.size(); ++i)
+        text += (i ? ", " : "") + describeContext(*frames[i]->state) + " [" + kindName(frames[i]->kind) + "]";
     text += ")";
     return text;
 }

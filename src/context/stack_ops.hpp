@@ -1,6 +1,6 @@
 #pragma once
 
-// The push and pop that guards, ContextStack and adoptions share: each keeps cuctx's record and the
+// The push and pop that guards, ContextStack and adoptions share: each keeps cuctx's frames and the
 // driver's stack in step, counts the use on the thread's slot, and checks what the driver pops.
 
 #include "context/thread_state.hpp"
@@ -10,20 +10,21 @@
 
 namespace cuctx::detail {
 
-/// Pushes `state`'s context on the driver's stack and records the entry; a push or adoption also takes
-/// a handle (a guard's use count is enough to keep the context alive). Leaves nothing behind if the
-/// push fails.
-const StackEntry& pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind);
+/// Pushes `state`'s context on the driver's stack and makes `frame` the top (frame->kind says what it
+/// is; a push or adoption also takes a handle, while a guard's use count is enough to keep the context
+/// alive). Leaves nothing behind if the push fails.
+void pushFrame(ThreadState& ts, ContextState* state, Frame& frame);
 
-/// Pops entry `index` (which must be the top) from the driver and the record, checks that the driver
-/// popped that context, repairs and records a mismatch on the context, and ends the use. Returns the
-/// handle the entry kept (empty for a guard). Never throws: `who` names the caller in what it records.
-Context popEntry(ThreadState& ts, std::size_t index, const char* who) noexcept;
+/// Pops `frame` from the driver and the record, checks that the driver popped that context, repairs
+/// and records a mismatch on the context, and ends the use. A frame that is not the top (something
+/// pushed later is still above it) is unlinked without touching the driver, and recorded as misuse.
+/// Returns the handle the frame kept (empty for a guard). Never throws: `who` names the caller.
+Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept;
 
-/// The rest of a pop whose driver call failed (`r`) or popped another context (`popped`) than the top
-/// entry's: removes the entry, repairs the driver's stack as far as it can, records the mismatch on the
-/// context and ends the use.
-Context finishFailedPop(ThreadState& ts, CUresult r, CUcontext popped, const char* who) noexcept;
+/// The rest of a pop of the top `frame` whose driver call failed (`r`) or popped another context
+/// (`popped`): repairs the driver's stack as far as it can, records the mismatch on the context and
+/// ends the use.
+Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept;
 
 /// Compares cuctx's record with cuCtxGetCurrent; on a difference, the text that shows both.
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actual = nullptr);
@@ -32,9 +33,12 @@ std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actual = nu
 void verifyStack(ThreadState& ts, const char* who);
 
 /// "guard", "push" or "adopted".
-const char* kindName(StackEntryKind kind) noexcept;
+const char* kindName(FrameKind kind) noexcept;
 
 /// "context 3 on device 0" for a handle cuctx made, else the raw handle with its driver id.
 std::string describeHandle(CUcontext handle);
+
+/// The frames, bottom first.
+std::vector<const Frame*> framesBottomUp();
 
 } // namespace cuctx::detail

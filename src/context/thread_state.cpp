@@ -65,7 +65,6 @@ ThreadState& makeThreadState()
 ThreadState::ThreadState()
     : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1)
 {
-    entries.reserve(64);
     std::lock_guard lock(registryMutex());
     registeredThreads().push_back(this);
 }
@@ -77,23 +76,34 @@ ThreadState::~ThreadState()
         auto& threads = registeredThreads();
         threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
     }
+    // Adoptions and pushes left at thread exit (guards cannot be: they are scoped): the driver forgets
+    // this thread's stack by itself; cuctx drops the handles they kept, which may destroy their
+    // contexts, and frees their frames.
+    std::vector<Context> owners;
+    for (Frame* f = t_top.frame; f != nullptr;) {
+        Frame* below = f->below;
+        if (f->ownsHandle)
+            owners.push_back(ContextAccess::adopt(f->state));
+        if (f->kind != FrameKind::guard)
+            delete f;
+        f = below;
+    }
     t_threadState = nullptr;
     t_top = ThreadTop{};
-    // Adoptions and pushes left at thread exit: the driver forgets this thread's stack by itself;
-    // cuctx drops the handles they kept, which may destroy their contexts.
-    std::vector<Context> owners;
-    for (StackEntry& e : entries)
-        if (e.ownsHandle)
-            owners.push_back(ContextAccess::adopt(e.state));
     if (!owners.empty())
         logDebug("thread {} exits with {} context(s) still adopted or pushed; releasing them", tid, owners.size());
-    entries.clear();
     owners.clear();
     for (SlotBlock* b = firstBlock.next.load(std::memory_order_relaxed); b != nullptr;) {
         SlotBlock* next = b->next.load(std::memory_order_relaxed);
         delete b;
         b = next;
     }
+}
+
+CUcontext ThreadState::current() const noexcept
+{
+    const Frame* top = t_top.frame;
+    return top != nullptr ? top->state->handle : base;
 }
 
 Slot& ThreadState::findSlot(ContextState* state)

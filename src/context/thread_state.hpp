@@ -1,9 +1,8 @@
 #pragma once
 
-// What cuctx knows about the calling thread: its view of the driver's context stack (the entries
-// cuctx pushed or bound, above a `base` it found there) and one Slot per context the thread has
-// entered, counting its uses. Thread-bound, except that Slots are read by the thread that orphans
-// a context (context_state.hpp).
+// What cuctx knows about the calling thread: its frames (cuctx/detail/thread_top.hpp) above a `base`
+// it found current, and one Slot per context the thread has entered, counting its uses. Thread-bound,
+// except that Slots are read by the thread that orphans a context (context_state.hpp).
 
 #include "context/context_state.hpp"
 #include "context/fence.hpp"
@@ -34,25 +33,14 @@ struct SlotBlock {
     std::atomic<SlotBlock*> next{nullptr};
 };
 
-enum class StackEntryKind : std::uint8_t { guard, push, binding };
-
-/// One entry of the thread's stack that cuctx made.
-struct StackEntry {
-    CUcontext handle = nullptr;
-    ContextState* state = nullptr;
-    Slot* slot = nullptr;
-    StackEntryKind kind = StackEntryKind::guard;
-    bool ownsHandle = false; // a push or adoption keeps one count of state->handles; a guard's use suffices
-};
-
 struct ThreadState {
     ThreadState();
     ~ThreadState();
     ThreadState(const ThreadState&) = delete;
     ThreadState& operator=(const ThreadState&) = delete;
 
-    /// What is current as cuctx believes: the top entry, else the base.
-    CUcontext current() const noexcept { return entries.empty() ? base : entries.back().handle; }
+    /// What is current as cuctx believes: the top frame's context, else the base.
+    CUcontext current() const noexcept;
 
     /// The slot counting this thread's uses of `state`, made if needed. No allocation unless the
     /// thread meets more than 16 contexts at once.
@@ -75,10 +63,10 @@ struct ThreadState {
     /// thread has it.
     void claimExclusive(Slot& slot, ContextState* state);
     /// Ends a use; the last use of an orphaned context may destroy it (context_state.hpp).
-    static void endUse(Slot& slot, ContextState* state) noexcept
+    static void endUse(std::atomic<std::uint32_t>& uses, ContextState* state) noexcept
     {
-        const std::uint32_t after = slot.uses.load(std::memory_order_relaxed) - 1;
-        slot.uses.store(after, std::memory_order_release);
+        const std::uint32_t after = uses.load(std::memory_order_relaxed) - 1;
+        uses.store(after, std::memory_order_release);
         if (after != 0)
             return;
         if (state->exclusive()) [[unlikely]]
@@ -88,21 +76,11 @@ struct ThreadState {
             lastUseEnded(state);
     }
 
-    /// Mirrors the top entry into t_top, for ContextGuard's inline fast path. Called whenever
-    /// `entries` changes.
-    void refreshTop() noexcept
-    {
-        if (entries.empty())
-            t_top = ThreadTop{};
-        else
-            t_top = ThreadTop{entries.back().state, &entries.back().slot->uses};
-    }
 
     long tid;                        // gettid()
     std::uint64_t number;            // a process-unique thread number (green-context ownership)
     CUcontext base = nullptr;        // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
-    std::vector<StackEntry> entries; // reserved up front: guards do not allocate
     SlotBlock firstBlock;
     Slot* lastSlot = nullptr;        // the slot found last: most threads use one context
 };

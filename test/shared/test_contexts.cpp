@@ -459,3 +459,22 @@ TEST_CASE("the destruction race holds with each asymmetric fence this machine of
 #endif
     cuctx::detail::g_fenceMode = original;
 }
+
+TEST_CASE("a guard that ends under a push made inside it leaves the driver alone and records the misuse", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    {
+        ContextGuard ga(a);
+        ContextStack::push(b); // never popped inside the guard's scope
+    }
+    REQUIRE(ContextStack::depth() == 1);
+    CHECK(ContextStack::snapshot()[0].handle == b.native());
+    CHECK(rawCurrent() == b.native()); // nothing was popped from under it
+    CHECK(errcOf([&] { a.checkRecordedError(); }) == Errc::stack_mismatch);
+    CHECK(ContextStack::pop() == b);
+    CHECK(rawCurrent() == a.native()); // the guard's own push is still on the driver's stack, as reported
+    cuctx::test::drainRawStack();
+    CHECK(ContextStack::depth() == 0);
+}
