@@ -31,7 +31,7 @@ FenceMode chooseMode() noexcept
 #endif
 }
 
-void* dummyPage() noexcept
+[[maybe_unused]] void* dummyPage() noexcept
 {
     static void* page = [] {
         void* p = mmap(nullptr, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), PROT_READ | PROT_WRITE,
