@@ -23,11 +23,31 @@ class ContextGuard {
 public:
     explicit ContextGuard(const Context& context)
     {
-        frame_.state = context.state_;
-        const detail::ThreadTop& top = detail::t_top;
-        if (top.state == frame_.state && frame_.state != nullptr) [[likely]] {
-            frame_.uses = top.uses; // only this thread writes its count
+        detail::ContextState* state = context.state_;
+        frame_.state = state;
+        detail::ThreadTop& top = detail::t_top;
+        if (top.state == state && state != nullptr) [[likely]] {
+            // Already current through cuctx: count the use on this thread's own counter, nothing else.
+            frame_.uses = top.uses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            return;
+        }
+        const detail::PushPop* driver = detail::g_pushPop.load(std::memory_order_relaxed);
+        if (top.recentState == state && state != nullptr && driver != nullptr &&
+            top.recentSlot->load(std::memory_order_relaxed) == state) [[likely]] {
+            // The context this thread switched to last: push it, with cuctx's record kept inline.
+            frame_.uses = top.recentUses;
+            frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            frame_.handle = top.recentHandle;
+            if (const CUresult r = driver->push(frame_.handle); r != CUDA_SUCCESS) [[unlikely]]
+                detail::guardPushFailed(frame_, r);
+            frame_.below = top.frame;
+            top.state = state;
+            top.uses = frame_.uses;
+            top.frame = &frame_;
+            pushed_ = true;
+            if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
+                detail::traceGuard("push", frame_);
             return;
         }
         enter(context, false);
@@ -39,14 +59,26 @@ public:
     }
     ~ContextGuard()
     {
-        if (!pushed_) [[likely]] {
-            const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
-            frame_.uses->store(after, std::memory_order_release);
-            if (after == 0) [[unlikely]]
-                detail::lastUseOnThread(frame_.state);
-            return;
+        if (pushed_) {
+            const detail::PushPop* driver = detail::g_pushPop.load(std::memory_order_relaxed);
+            if (detail::t_top.frame != &frame_ || driver == nullptr) [[unlikely]] {
+                leave();
+                return;
+            }
+            CUcontext popped = nullptr;
+            const CUresult r = driver->pop(&popped);
+            if (r != CUDA_SUCCESS || popped != frame_.handle) [[unlikely]] {
+                detail::guardPopFailed(frame_, r, popped);
+                return;
+            }
+            detail::setTop(frame_.below);
+            if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
+                detail::traceGuard("pop", frame_);
         }
-        leave();
+        const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
+        frame_.uses->store(after, std::memory_order_release);
+        if (after == 0) [[unlikely]]
+            detail::lastUseOnThread(frame_.state);
     }
     ContextGuard(const ContextGuard&) = delete;
     ContextGuard& operator=(const ContextGuard&) = delete;
@@ -56,7 +88,6 @@ public:
 
 private:
     void enter(const Context& context, bool verify);
-    void enterSlow(const Context& context, bool verify);
     void leave() noexcept;
 
     detail::Frame frame_; // the guard's entry in cuctx's record of this thread's stack, when it pushed

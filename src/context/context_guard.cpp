@@ -14,67 +14,47 @@ namespace cuctx {
 using detail::ContextState;
 using detail::ThreadState;
 
-namespace {
+namespace detail {
 
-// The cold parts of the switching path, kept out of enter() and leave() so that those stay small
-// (no spilled registers, no stack realignment): each is a call that only failures and tracing make.
-[[gnu::noinline, gnu::cold]] void pushFailed(std::atomic<std::uint32_t>& uses, ContextState* state, CUresult r)
+void guardPushFailed(Frame& frame, CUresult result)
 {
-    ThreadState::endUse(uses, state);
-    detail::throwDriverError(r, "cuCtxPushCurrent", detail::subjectOf(*state), std::source_location::current());
+    ThreadState::endUse(*frame.uses, frame.state);
+    throwDriverError(result, "cuCtxPushCurrent", subjectOf(*frame.state), std::source_location::current());
 }
 
-[[gnu::noinline, gnu::cold]] void traceGuard(const char* what, const ContextState* state, std::uint32_t depth) noexcept
+void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept
+{
+    finishFailedPop(threadState(), frame, result, popped, "cuctx::ContextGuard");
+}
+
+void traceGuard(const char* what, const Frame& frame) noexcept
 {
     try {
-        detail::logTrace("thread {}: {} {} (guard), depth {}", gettid(), what, detail::describeContext(*state), depth);
+        std::size_t depth = 0;
+        for (const Frame* f = t_top.frame; f != nullptr; f = f->below)
+            ++depth;
+        logTrace("thread {}: {} {} (guard), depth {}", gettid(), what, describeContext(*frame.state), depth);
     } catch (...) {
     }
 }
 
-} // namespace
+} // namespace detail
 
 void ContextGuard::enter(const Context& context, bool verify)
 {
-    // The header's inline path found that this context is not cuctx's top entry here. The usual case
-    // next, kept lean: a plain context, a thread cuctx knows, a loaded driver: push it.
-    ContextState* state = frame_.state;
-    ThreadState* ts = detail::t_threadState;
-    const detail::DriverApi* d = detail::g_activeApi.load(std::memory_order_relaxed);
-    if (!verify && state != nullptr && ts != nullptr && d != nullptr && !state->exclusive() &&
-        !state->hasSticky.load(std::memory_order_relaxed)) [[likely]] {
-        detail::Slot& slot = ts->slotFor(state);
-        slot.uses.store(slot.uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        const CUresult r = d->cuCtxPushCurrent(state->handle);
-        if (r == CUDA_SUCCESS) [[likely]] {
-            detail::Frame* below = detail::t_top.frame;
-            frame_.uses = &slot.uses;
-            frame_.below = below;
-            frame_.depth = below != nullptr ? below->depth + 1 : 1;
-            detail::t_top = detail::ThreadTop{state, &slot.uses, &frame_};
-            pushed_ = true;
-            if (detail::logEnabled(LogLevel::trace)) [[unlikely]]
-                traceGuard("push", state, frame_.depth);
-            return;
-        }
-        pushFailed(slot.uses, state, r);
-    }
-    enterSlow(context, verify);
-}
-
-void ContextGuard::enterSlow(const Context& context, bool verify)
-{
-    // An empty handle, a verifying guard, a green context, a recorded error, the thread's first
-    // guard, or a forked child.
+    // The header's inline paths did not apply: this context is not on top, nor the one this thread
+    // switched to last; or the guard verifies, the handle is empty, the context is green, the thread
+    // is new to cuctx, or this is a forked child.
     ContextState* state = detail::ContextAccess::state(context);
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
-    (void)detail::api(); // throws in a child forked after initialisation
+    (void)detail::api();                                          // throws in a forked child
     ThreadState& ts = detail::threadState();
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
-    if (detail::t_top.state == state) {
-        frame_.uses = detail::t_top.uses;
+    detail::ThreadTop& top = detail::t_top;
+    if (top.state == state) {
+        frame_.uses = top.uses;
         frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return;
     }
@@ -86,21 +66,19 @@ void ContextGuard::enterSlow(const Context& context, bool verify)
 
 void ContextGuard::leave() noexcept
 {
-    // The usual case first: this guard's frame is on top and the driver pops what it pushed.
-    if (detail::t_top.frame == &frame_) [[likely]] {
+    detail::ThreadState& ts = detail::threadState();
+    if (detail::t_top.frame == &frame_ && detail::g_pushPop.load(std::memory_order_relaxed) != nullptr) {
         CUcontext popped = nullptr;
         const CUresult r = detail::g_activeApi.load(std::memory_order_relaxed)->cuCtxPopCurrent(&popped);
-        if (r == CUDA_SUCCESS && popped == frame_.state->handle) [[likely]] {
-            detail::setTop(frame_.below);
-            if (detail::logEnabled(LogLevel::trace)) [[unlikely]]
-                traceGuard("pop", frame_.state, frame_.depth - 1);
-            ThreadState::endUse(*frame_.uses, frame_.state);
+        if (r != CUDA_SUCCESS || popped != frame_.handle) {
+            detail::finishFailedPop(ts, frame_, r, popped, "cuctx::ContextGuard");
             return;
         }
-        detail::finishFailedPop(detail::threadState(), frame_, r, popped, "cuctx::ContextGuard");
+        detail::setTop(frame_.below);
+        ThreadState::endUse(*frame_.uses, frame_.state);
         return;
     }
-    detail::popFrame(detail::threadState(), frame_, "cuctx::ContextGuard");
+    detail::popFrame(ts, frame_, "cuctx::ContextGuard"); // not on top (misuse), or a forked child
 }
 
 } // namespace cuctx

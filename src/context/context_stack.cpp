@@ -72,8 +72,10 @@ CUcontext ContextStack::current() noexcept
 
 std::size_t ContextStack::depth() noexcept
 {
-    const Frame* top = detail::t_top.frame;
-    return top != nullptr ? top->depth : 0;
+    std::size_t depth = 0;
+    for (const Frame* f = detail::t_top.frame; f != nullptr; f = f->below)
+        ++depth;
+    return depth;
 }
 
 std::vector<ContextStack::Entry> ContextStack::snapshot()

@@ -67,18 +67,24 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
         ThreadState::endUse(slot.uses, state);
         throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), std::source_location::current());
     }
-    Frame* below = t_top.frame;
     frame.state = state;
     frame.uses = &slot.uses;
-    frame.below = below;
-    frame.depth = below != nullptr ? below->depth + 1 : 1;
+    frame.below = t_top.frame;
+    frame.handle = state->handle;
     frame.ownsHandle = frame.kind != FrameKind::guard;
     if (frame.ownsHandle)
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     setTop(&frame);
+    if (!state->exclusive()) { // green contexts always take the slow path, which checks their owner
+        ThreadTop& top = t_top;
+        top.recentState = state;
+        top.recentSlot = &slot.state;
+        top.recentUses = &slot.uses;
+        top.recentHandle = state->handle;
+    }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),
-                 frame.depth);
+                 framesBottomUp().size());
 }
 
 namespace {
@@ -105,11 +111,8 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
         Frame* above = top;
         while (above != nullptr && above->below != &frame)
             above = above->below;
-        if (above != nullptr) {
+        if (above != nullptr)
             above->below = frame.below;
-            for (Frame* f = top; f != frame.below; f = f->below)
-                --f->depth;
-        }
         recordSticky(*frame.state,
                      mismatchError(who,
                                    std::string("it ends while ") + describeContext(*top->state) + " (a " +
@@ -123,19 +126,19 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
     }
     CUcontext popped = nullptr;
     const CUresult r = g_activeApi.load(std::memory_order_acquire)->cuCtxPopCurrent(&popped); // loaded: pushed
-    if (r != CUDA_SUCCESS || popped != frame.state->handle) [[unlikely]]
+    if (r != CUDA_SUCCESS || popped != frame.handle) [[unlikely]]
         return finishFailedPop(ts, frame, r, popped, who);
     setTop(frame.below);
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*frame.state), kindName(frame.kind),
-                 frame.depth - 1);
+                 framesBottomUp().size());
     return retire(frame);
 }
 
 Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept
 {
     setTop(frame.below);
-    const CUcontext mine = frame.state->handle;
+    const CUcontext mine = frame.handle;
     const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
     try {
         std::string detail;

@@ -132,6 +132,8 @@ Slot& ThreadState::findSlot(ContextState* state)
         free = &block->slots[0];
         last->next.store(block, std::memory_order_release);
     }
+    if (t_top.recentSlot == &free->state) // the slot changes hands: forget it as the recent one
+        t_top.recentState = nullptr;
     free->state.store(state, std::memory_order_release);
     return *(lastSlot = free);
 }

@@ -5,6 +5,7 @@
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
 #include "driver/loader.hpp"
+#include "cuctx/detail/thread_top.hpp"
 #include "log.hpp"
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 namespace cuctx::detail {
 
 std::atomic<const DriverApi*> g_activeApi{nullptr};
+constinit std::atomic<const PushPop*> g_pushPop{nullptr};
 
 namespace {
 
@@ -37,6 +39,7 @@ DriverState& state()
 void dropApiInChild()
 {
     g_activeApi.store(nullptr, std::memory_order_relaxed);
+    g_pushPop.store(nullptr, std::memory_order_relaxed);
 }
 
 std::string requestedPath(const DriverState& s)
@@ -67,6 +70,9 @@ void ensureAttempted(DriverState& s)
     s.driver->leak();
     noteDriverInitialised(dropApiInChild);
     g_activeApi.store(&s.driver->api, std::memory_order_release);
+    static PushPop pushPop;
+    pushPop = PushPop{s.driver->api.cuCtxPushCurrent, s.driver->api.cuCtxPopCurrent};
+    g_pushPop.store(&pushPop, std::memory_order_release);
     logDebug("driver loaded from {} (CUDA {})", s.resolvedPath, formatCudaVersion(s.driverVersion));
 }
 

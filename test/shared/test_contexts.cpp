@@ -478,3 +478,38 @@ TEST_CASE("a guard that ends under a push made inside it leaves the driver alone
     cuctx::test::drainRawStack();
     CHECK(ContextStack::depth() == 0);
 }
+
+TEST_CASE("switching again to the last context takes the inline path, which still checks what it pops", "[guard]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    for (int i = 0; i < 3; ++i) { // the second and third entries take the inline switching path
+        ContextGuard g(a);
+        CHECK(g.switched());
+        CHECK(rawCurrent() == a.native());
+    }
+    {
+        ContextGuard g(a);
+        REQUIRE(raw().cuCtxSetCurrent(b.native()) == CUDA_SUCCESS);
+    }
+    CHECK(rawCurrent() == nullptr);
+    CHECK(errcOf([&] { a.checkRecordedError(); }) == Errc::stack_mismatch);
+}
+
+TEST_CASE("a new context at a destroyed one's address is never mistaken for it", "[guard][registry]")
+{
+    cuctx::test::drainRawStack();
+    for (int i = 0; i < 20; ++i) {
+        Context c = Context::create(Device::get(0));
+        {
+            ContextGuard g(c);
+            CHECK(rawCurrent() == c.native());
+        }
+        {
+            ContextGuard again(c); // the inline switching path
+            CHECK(rawCurrent() == c.native());
+        }
+    } // each c is destroyed here; the next may reuse its state's address
+    CHECK(rawCurrent() == nullptr);
+}

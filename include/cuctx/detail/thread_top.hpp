@@ -3,8 +3,12 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one and caches its context and use counter, so that a
-// guard on the current context costs a thread-local compare and an increment, inlined into the caller.
+// link to the one below; t_top names the top one and caches its context and use counter, plus the
+// context this thread switched to last, so that a guard costs, inlined into the caller, a compare
+// and an increment when its context is current, and little more than the driver's push and pop when
+// it must switch.
+
+#include <cuda.h>
 
 #include <atomic>
 #include <cstdint>
@@ -19,28 +23,54 @@ struct Frame {
     ContextState* state = nullptr;
     std::atomic<std::uint32_t>* uses = nullptr; ///< this thread's use count of `state`
     Frame* below = nullptr;
-    std::uint32_t depth = 0; ///< 1 for the bottom frame
+    CUcontext handle = nullptr;
     FrameKind kind = FrameKind::guard;
     bool ownsHandle = false; ///< a push or adoption keeps one count of the context's handles
 };
 
 struct ThreadTop {
-    ContextState* state = nullptr;
-    std::atomic<std::uint32_t>* uses = nullptr;
+    ContextState* state = nullptr;              ///< the top frame's context
+    std::atomic<std::uint32_t>* uses = nullptr; ///< and this thread's use count of it
     Frame* frame = nullptr;
+    // The context this thread last pushed, when it is a plain one (not green): a guard switching to
+    // it again needs nothing from cuctx's tables. Valid while its slot still names it: a destroyed
+    // context's slot is cleared before its state is freed, so an address reused by a later context
+    // never matches a stale entry.
+    ContextState* recentState = nullptr;
+    std::atomic<ContextState*>* recentSlot = nullptr;
+    std::atomic<std::uint32_t>* recentUses = nullptr;
+    CUcontext recentHandle = nullptr;
 };
 
 // constinit: no TLS init wrapper on the hot path. cuctx's thread-locals are a few dozen bytes, so
 // that programs loading it with dlopen do not run short of static TLS.
 extern constinit thread_local ThreadTop t_top;
 
+/// The driver's push and pop, once it is loaded (nullptr before, and in a child forked after
+/// CUDA was initialised, so that guards there take the path that reports the fork).
+struct PushPop {
+    CUresult(CUDAAPI* push)(CUcontext) = nullptr;
+    CUresult(CUDAAPI* pop)(CUcontext*) = nullptr;
+};
+extern constinit std::atomic<const PushPop*> g_pushPop;
+
+/// cuctx's log level (a LogLevel value): trace (0) logs every switch.
+extern std::atomic<int> g_logLevel;
+
 /// Makes `frame` (or nothing) the top.
 inline void setTop(Frame* frame) noexcept
 {
-    t_top = frame != nullptr ? ThreadTop{frame->state, frame->uses, frame} : ThreadTop{};
+    ThreadTop& top = t_top;
+    top.state = frame != nullptr ? frame->state : nullptr;
+    top.uses = frame != nullptr ? frame->uses : nullptr;
+    top.frame = frame;
 }
 
-/// What happens when this thread's last use of a context ends (out of line: rare).
+/// Out of line, rare: the last use of a context on this thread ended; a guard's push failed
+/// (throws); a guard's pop found another context or failed; a switch to trace.
 void lastUseOnThread(ContextState* state) noexcept;
+[[noreturn]] void guardPushFailed(Frame& frame, CUresult result);
+void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept;
+void traceGuard(const char* what, const Frame& frame) noexcept;
 
 } // namespace cuctx::detail
