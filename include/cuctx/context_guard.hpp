@@ -39,6 +39,7 @@ public:
             frame_.uses = top.recentUses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             frame_.handle = top.recentHandle;
+            frame_.orphaned = top.recentOrphaned;
             if (const CUresult r = driver->push(frame_.handle); r != CUDA_SUCCESS) [[unlikely]]
                 detail::guardPushFailed(frame_, r);
             frame_.below = top.frame;
@@ -74,6 +75,19 @@ public:
             detail::setTop(frame_.below);
             if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
                 detail::traceGuard("pop", frame_);
+            const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
+            frame_.uses->store(after, std::memory_order_release);
+            if (after == 0) {
+                // The last use here (a green context's frame has no `orphaned`: it goes out of line).
+                if (frame_.orphaned == nullptr || !detail::g_leaveFenceIsCompilerOnly) [[unlikely]] {
+                    detail::lastUseOnThread(frame_.state);
+                } else {
+                    std::atomic_signal_fence(std::memory_order_seq_cst); // see context/fence.hpp
+                    if (frame_.orphaned->load(std::memory_order_relaxed)) [[unlikely]]
+                        detail::lastUseEnded(frame_.state);
+                }
+            }
+            return;
         }
         const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
         frame_.uses->store(after, std::memory_order_release);

@@ -47,6 +47,19 @@ FenceMode chooseMode() noexcept
 } // namespace
 
 FenceMode g_fenceMode = chooseMode();
+#ifdef CUCTX_TSAN
+bool g_leaveFenceIsCompilerOnly = false;
+#else
+bool g_leaveFenceIsCompilerOnly = g_fenceMode != FenceMode::none;
+#endif
+
+void setFenceMode(FenceMode mode) noexcept
+{
+    g_fenceMode = mode;
+#ifndef CUCTX_TSAN
+    g_leaveFenceIsCompilerOnly = mode != FenceMode::none;
+#endif
+}
 std::atomic<unsigned> g_fenceWord{0};
 
 const char* fenceModeName() noexcept
@@ -73,7 +86,7 @@ void heavyFence() noexcept
         auto* page = static_cast<volatile char*>(dummyPage());
         const auto size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
         if (page == nullptr || mprotect(const_cast<char*>(page), size, PROT_READ | PROT_WRITE) != 0) {
-            g_fenceMode = FenceMode::none; // cannot happen in practice; fall back for good
+            setFenceMode(FenceMode::none); // cannot happen in practice; fall back for good
             break;
         }
         *page = 0; // make the page present in this CPU's TLB, so that lowering it needs a shootdown

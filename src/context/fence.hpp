@@ -6,6 +6,8 @@
 // Where neither works the frequent side falls back to a real fence; under ThreadSanitizer, which models neither, both sides make a seq_cst read-modify-write of
 // one shared atomic, which orders them in a way it understands.
 
+#include "cuctx/detail/thread_top.hpp"
+
 #include <atomic>
 
 #if defined(__SANITIZE_THREAD__)
@@ -20,6 +22,8 @@ namespace cuctx::detail {
 
 enum class FenceMode { membarrier, mprotect, none };
 extern FenceMode g_fenceMode;
+/// Changes the mode (and what the inline leave path of ContextGuard relies on); tests use it.
+void setFenceMode(FenceMode mode) noexcept;
 extern std::atomic<unsigned> g_fenceWord;
 
 /// "membarrier", "mprotect" or "seq_cst fences": how this process orders the two sides.

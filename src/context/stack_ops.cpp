@@ -71,6 +71,7 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     frame.uses = &slot.uses;
     frame.below = t_top.frame;
     frame.handle = state->handle;
+    frame.orphaned = state->exclusive() ? nullptr : &state->orphaned;
     frame.ownsHandle = frame.kind != FrameKind::guard;
     if (frame.ownsHandle)
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
@@ -81,6 +82,7 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
         top.recentSlot = &slot.state;
         top.recentUses = &slot.uses;
         top.recentHandle = state->handle;
+        top.recentOrphaned = &state->orphaned;
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),

@@ -432,7 +432,7 @@ TEST_CASE("the destruction race holds with each asymmetric fence this machine of
 #ifndef CUCTX_TSAN
     for (FenceMode mode : {FenceMode::mprotect, FenceMode::none, original}) {
         INFO("fence mode " << static_cast<int>(mode));
-        cuctx::detail::g_fenceMode = mode;
+        cuctx::detail::setFenceMode(mode);
         const long before = live();
         Context shared = Context::create(Device::get(0));
         std::vector<std::thread> threads;
@@ -457,7 +457,7 @@ TEST_CASE("the destruction race holds with each asymmetric fence this machine of
         CHECK(live() == before);
     }
 #endif
-    cuctx::detail::g_fenceMode = original;
+    cuctx::detail::setFenceMode(original);
 }
 
 TEST_CASE("a guard that ends under a push made inside it leaves the driver alone and records the misuse", "[guard]")

@@ -24,6 +24,7 @@ struct Frame {
     std::atomic<std::uint32_t>* uses = nullptr; ///< this thread's use count of `state`
     Frame* below = nullptr;
     CUcontext handle = nullptr;
+    const std::atomic<bool>* orphaned = nullptr; ///< the context's flag: its last handle is gone
     FrameKind kind = FrameKind::guard;
     bool ownsHandle = false; ///< a push or adoption keeps one count of the context's handles
 };
@@ -40,6 +41,7 @@ struct ThreadTop {
     std::atomic<ContextState*>* recentSlot = nullptr;
     std::atomic<std::uint32_t>* recentUses = nullptr;
     CUcontext recentHandle = nullptr;
+    const std::atomic<bool>* recentOrphaned = nullptr;
 };
 
 // constinit: no TLS init wrapper on the hot path. cuctx's thread-locals are a few dozen bytes, so
@@ -57,6 +59,10 @@ extern constinit std::atomic<const PushPop*> g_pushPop;
 /// cuctx's log level (a LogLevel value): trace (0) logs every switch.
 extern std::atomic<int> g_logLevel;
 
+/// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
+/// asymmetric fence; context/fence.hpp). When false, the out-of-line path fences for real.
+extern bool g_leaveFenceIsCompilerOnly;
+
 /// Makes `frame` (or nothing) the top.
 inline void setTop(Frame* frame) noexcept
 {
@@ -69,6 +75,7 @@ inline void setTop(Frame* frame) noexcept
 /// Out of line, rare: the last use of a context on this thread ended; a guard's push failed
 /// (throws); a guard's pop found another context or failed; a switch to trace.
 void lastUseOnThread(ContextState* state) noexcept;
+void lastUseEnded(ContextState* state) noexcept;
 [[noreturn]] void guardPushFailed(Frame& frame, CUresult result);
 void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept;
 void traceGuard(const char* what, const Frame& frame) noexcept;
