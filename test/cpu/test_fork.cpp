@@ -3,51 +3,24 @@
 
 #include <catch2/catch.hpp>
 
+#include "../shared/process_helpers.hpp"
 #include "fake_env.hpp"
 
-#include "cuctx/context.hpp"
-#include "cuctx/context_guard.hpp"
-#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 
-namespace {
-
-// Runs `body` in a forked child; its return value becomes the child's exit status.
-template <typename Body>
-int inChild(Body body)
-{
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        int code = 99;
-        try {
-            code = body();
-        } catch (...) {
-            code = 98;
-        }
-        _exit(code);
-    }
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    return WEXITSTATUS(status);
-}
-
-} // namespace
 
 TEST_CASE("a child forked after initialisation gets forked_after_init, before any driver call", "[fork]")
 {
     cuctx::test::FakeEnvironment env;
     REQUIRE(cuctx::Device::count() == 2); // the parent has initialised CUDA
     const int parent = static_cast<int>(getpid());
-    const int status = inChild([parent] {
+    const int status = cuctx::test::inChild([parent] {
         const long callsBefore = cuctx_fake_total_calls();
         try {
             (void)cuctx::Device::count();
@@ -71,25 +44,4 @@ TEST_CASE("a child forked after initialisation gets forked_after_init, before an
     CHECK(status == 0);
     // The parent is untouched.
     CHECK(cuctx::Device::count() == 2);
-}
-
-TEST_CASE("in a forked child even a guard on the adopted context reports the fork", "[fork]")
-{
-    cuctx::test::FakeEnvironment env;
-    cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
-    cuctx::ContextStack::adopt(ctx);
-    {
-        cuctx::ContextGuard elided(ctx); // in the parent: free
-        CHECK_FALSE(elided.switched());
-    }
-    const int status = inChild([&ctx] {
-        try {
-            cuctx::ContextGuard g(ctx);
-            return 1;
-        } catch (const cuctx::Error& e) {
-            return e.condition() == cuctx::Errc::forked_after_init ? 0 : 2;
-        }
-    });
-    CHECK(status == 0);
-    cuctx::ContextStack::release();
 }

@@ -4,9 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <array>
 #include <cstdio>
 #include <string>
@@ -25,27 +22,6 @@ inline std::string commandOutput(const std::string& command)
         pclose(pipe);
     }
     return out;
-}
-
-/// Runs `body` in a forked child; its return value is the child's exit status.
-template <typename Body>
-int inChild(Body body)
-{
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        int code = 99;
-        try {
-            code = body();
-        } catch (...) {
-            code = 98;
-        }
-        _exit(code);
-    }
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    return WEXITSTATUS(status);
 }
 
 } // namespace cuctx::test

@@ -1,11 +1,9 @@
 // The facts the fake driver models, asserted on the real driver (driver-facts.md).
 
 #include "../conformance/proc_address_conformance.hpp"
+#include "../shared/process_helpers.hpp"
 #include "gpu_helpers.hpp"
 
-#include "cuctx/context.hpp"
-#include "cuctx/context_guard.hpp"
-#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
@@ -39,20 +37,4 @@ TEST_CASE("a child forked after initialisation: the driver refuses it, cuctx say
     });
     CHECK(status == 0);
     CHECK(cuctx::Device::count() >= 1); // the parent still works
-}
-
-TEST_CASE("in a forked child a guard on an adopted context reports the fork, on the real driver", "[gpu][fork]")
-{
-    cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
-    cuctx::ContextStack::adopt(ctx);
-    const int status = cuctx::test::inChild([&ctx] {
-        try {
-            cuctx::ContextGuard g(ctx);
-            return 1;
-        } catch (const cuctx::Error& e) {
-            return e.condition() == cuctx::Errc::forked_after_init ? 0 : 2;
-        }
-    });
-    CHECK(status == 0);
-    cuctx::ContextStack::release();
 }

@@ -214,28 +214,28 @@ void printTable(const Driver::Status& st, const std::vector<DeviceReport>& devic
     }
 }
 
+// Reports a failure in the form asked for (one line on stderr, or the JSON document) and gives the
+// exit status that goes with it.
+int reportFailure(const Options& options, const Driver::Status& st, Errc condition, const std::string& message)
+{
+    const Outcome outcome = outcomeFor(condition);
+    if (options.json)
+        writeJson(st, outcome.status, &message, {});
+    else
+        std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, message.c_str());
+    return outcome.code;
+}
+
 int run(const Options& options)
 {
     const Driver::Status st = Driver::status();
-    if (!st.loaded) {
-        const Outcome outcome = outcomeFor(st.condition);
-        if (options.json)
-            writeJson(st, outcome.status, &st.message, {});
-        else
-            std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, st.message.c_str());
-        return outcome.code;
-    }
+    if (!st.loaded)
+        return reportFailure(options, st, st.condition, st.message);
     std::vector<DeviceReport> devices;
     try {
         devices = collect(options);
     } catch (const Error& e) {
-        const Outcome outcome = outcomeFor(e.condition());
-        const std::string message = e.what();
-        if (options.json)
-            writeJson(st, outcome.status, &message, {});
-        else
-            std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, message.c_str());
-        return outcome.code;
+        return reportFailure(options, st, e.condition(), e.what());
     }
     if (options.json)
         writeJson(st, "ok", nullptr, devices);
