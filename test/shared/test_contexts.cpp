@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 using cuctx::Context;
 using cuctx::ContextGuard;
 using cuctx::ContextStack;
@@ -512,4 +514,25 @@ TEST_CASE("a new context at a destroyed one's address is never mistaken for it",
         }
     } // each c is destroyed here; the next may reuse its state's address
     CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("the registry sees a thread's use through every kind of guard entry", "[registry]")
+{
+    cuctx::test::drainRawStack();
+    Context a = Context::create(Device::get(0));
+    const long self = static_cast<long>(gettid());
+    CHECK(a.threadsUsing().empty());
+    {
+        ContextGuard first(a); // the slow switching path
+        CHECK(a.threadsUsing() == std::vector<long>{self});
+        ContextGuard elided(a);
+        CHECK(a.threadsUsing() == std::vector<long>{self});
+    }
+    CHECK(a.threadsUsing().empty());
+    {
+        ContextGuard again(a); // the inline switching path
+        CHECK(again.switched());
+        CHECK(a.threadsUsing() == std::vector<long>{self});
+    }
+    CHECK(a.threadsUsing().empty());
 }
