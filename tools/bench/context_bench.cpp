@@ -32,8 +32,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
     int threads = 16;
     long tasks = 1'000'000;      // per thread, for the shared-context runs
-    long iterations = 2'000'000; // for the single-thread runs
-    int repeats = 7;             // single-thread runs keep the best of these
+    long iterations = 1'000'000; // for the single-thread runs
+    int repeats = 11;            // single-thread runs keep the best of these
     bool csv = false;
 };
 
