@@ -73,9 +73,6 @@ struct DriverEntry {
     EntryKind kind;
 };
 
-/// The rows of CUCTX_DRIVER_ENTRIES, in order.
-std::span<const DriverEntry> driverEntries() noexcept;
-
 /// The row of a DriverApi field ("cuCtxGetId"), or nullptr.
 const DriverEntry* findDriverEntry(const char* field) noexcept;
 

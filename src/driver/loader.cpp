@@ -64,11 +64,6 @@ using GetProcAddress = PFN_cuGetProcAddress_v12000;
 
 } // namespace
 
-std::span<const DriverEntry> driverEntries() noexcept
-{
-    return kEntries;
-}
-
 const DriverEntry* findDriverEntry(const char* field) noexcept
 {
     for (const DriverEntry& e : kEntries)
