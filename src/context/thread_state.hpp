@@ -67,13 +67,8 @@ struct ThreadState {
     {
         const std::uint32_t after = uses.load(std::memory_order_relaxed) - 1;
         uses.store(after, std::memory_order_release);
-        if (after != 0)
-            return;
-        if (state->exclusive()) [[unlikely]]
-            state->exclusiveOwner.store(0, std::memory_order_release);
-        lightFence(); // pairs with the heavy fence of the thread that drops the last handle
-        if (state->orphaned.load(std::memory_order_relaxed)) [[unlikely]]
-            lastUseEnded(state);
+        if (after == 0)
+            lastUseOnThread(state);
     }
 
 
