@@ -108,7 +108,7 @@ Context retire(Frame& frame) noexcept
 Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
 {
     Frame* top = t_top.frame;
-    if (top != &frame) [[unlikely]] {
+    if (top != &frame && top != nullptr) [[unlikely]] {
         // Something cuctx pushed later is still above this frame: leave the driver's stack alone.
         Frame* above = top;
         while (above != nullptr && above->below != &frame)
@@ -126,8 +126,17 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
         (void)ts;
         return retire(frame);
     }
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d == nullptr) [[unlikely]] {
+        // A child forked after initialisation, unwinding a frame its parent made: the driver refuses
+        // every call here, so only cuctx's record is undone (and guards keep taking the slow path,
+        // which reports the fork).
+        setTop(frame.below);
+        t_top.state = nullptr;
+        return retire(frame);
+    }
     CUcontext popped = nullptr;
-    const CUresult r = g_activeApi.load(std::memory_order_acquire)->cuCtxPopCurrent(&popped); // loaded: pushed
+    const CUresult r = d->cuCtxPopCurrent(&popped);
     if (r != CUDA_SUCCESS || popped != frame.handle) [[unlikely]]
         return finishFailedPop(ts, frame, r, popped, who);
     setTop(frame.below);

@@ -42,11 +42,14 @@ constinit thread_local ThreadState* t_threadState = nullptr;
 constinit thread_local ThreadTop t_top{};
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
-// path, which reports the fork, instead of trusting the inherited top.
+// path, which reports the fork, instead of trusting the inherited top. The frames stay linked, so
+// that scopes the parent opened can still unwind in the child.
 void clearTopInChild()
 {
-    if (initialisingPid() != 0)
-        t_top = ThreadTop{};
+    if (initialisingPid() != 0) {
+        t_top.state = nullptr;
+        t_top.recentState = nullptr;
+    }
 }
 
 std::once_flag g_atforkOnce;
@@ -59,8 +62,6 @@ ThreadState& makeThreadState()
     t_threadState = holder.state.get();
     return *holder.state;
 }
-
-
 
 ThreadState::ThreadState()
     : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1)
