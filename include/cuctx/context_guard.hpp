@@ -3,6 +3,7 @@
 // cuctx::ContextGuard: a context current on this thread for one scope. Thread-bound.
 
 #include "cuctx/context.hpp"
+#include "cuctx/detail/context_state.hpp"
 #include "cuctx/detail/thread_top.hpp"
 
 namespace cuctx {
@@ -21,7 +22,7 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// movable; no heap allocation after the thread's first guard.
 class ContextGuard {
 public:
-    explicit ContextGuard(const Context& context)
+    CUCTX_ALWAYS_INLINE explicit ContextGuard(const Context& context)
     {
         detail::ContextState* state = context.state_;
         frame_.state = state;
@@ -30,23 +31,22 @@ public:
             // Already current through cuctx: count the use on this thread's own counter, nothing else.
             frame_.uses = top.uses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            frame_.kind = detail::FrameKind::elided;
             return;
         }
-        const detail::PushPop* driver = detail::g_pushPop.load(std::memory_order_relaxed);
-        if (top.recentState == state && state != nullptr && driver != nullptr &&
+        const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
+        if (top.recentState == state && state != nullptr && push != nullptr &&
             top.recentSlot->load(std::memory_order_relaxed) == state) [[likely]] {
             // The context this thread switched to last: push it, with cuctx's record kept inline.
             frame_.uses = top.recentUses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            frame_.handle = top.recentHandle;
-            frame_.orphaned = top.recentOrphaned;
-            if (const CUresult r = driver->push(frame_.handle); r != CUDA_SUCCESS) [[unlikely]]
+            frame_.kind = detail::FrameKind::guard;
+            if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]]
                 detail::guardPushFailed(frame_, r);
             frame_.below = top.frame;
             top.state = state;
             top.uses = frame_.uses;
             top.frame = &frame_;
-            pushed_ = true;
             if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
                 detail::traceGuard("push", frame_);
             return;
@@ -58,17 +58,17 @@ public:
         frame_.state = context.state_;
         enter(context, true);
     }
-    ~ContextGuard()
+    CUCTX_ALWAYS_INLINE ~ContextGuard()
     {
-        if (pushed_) {
-            const detail::PushPop* driver = detail::g_pushPop.load(std::memory_order_relaxed);
-            if (detail::t_top.frame != &frame_ || driver == nullptr) [[unlikely]] {
+        if (frame_.kind == detail::FrameKind::guard) {
+            const detail::PopFn pop = detail::g_pop.load(std::memory_order_relaxed);
+            if (detail::t_top.frame != &frame_ || pop == nullptr) [[unlikely]] {
                 leave();
                 return;
             }
             CUcontext popped = nullptr;
-            const CUresult r = driver->pop(&popped);
-            if (r != CUDA_SUCCESS || popped != frame_.handle) [[unlikely]] {
+            const CUresult r = pop(&popped);
+            if (r != CUDA_SUCCESS || popped != frame_.state->handle) [[unlikely]] {
                 detail::guardPopFailed(frame_, r, popped);
                 return;
             }
@@ -78,12 +78,12 @@ public:
             const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
             frame_.uses->store(after, std::memory_order_release);
             if (after == 0) {
-                // The last use here (a green context's frame has no `orphaned`: it goes out of line).
-                if (frame_.orphaned == nullptr || !detail::g_leaveFenceIsCompilerOnly) [[unlikely]] {
+                // The last use here (a green context's goes out of line, which releases its owner).
+                if (frame_.state->exclusive() || !detail::g_leaveFenceIsCompilerOnly) [[unlikely]] {
                     detail::lastUseOnThread(frame_.state);
                 } else {
                     std::atomic_signal_fence(std::memory_order_seq_cst); // see context/fence.hpp
-                    if (frame_.orphaned->load(std::memory_order_relaxed)) [[unlikely]]
+                    if (frame_.state->orphaned.load(std::memory_order_relaxed)) [[unlikely]]
                         detail::lastUseEnded(frame_.state);
                 }
             }
@@ -98,14 +98,15 @@ public:
     ContextGuard& operator=(const ContextGuard&) = delete;
 
     /// Whether entering needed a driver push (false when the context was already current).
-    bool switched() const noexcept { return pushed_; }
+    bool switched() const noexcept { return frame_.kind == detail::FrameKind::guard; }
 
 private:
     void enter(const Context& context, bool verify);
     void leave() noexcept;
 
-    detail::Frame frame_; // the guard's entry in cuctx's record of this thread's stack, when it pushed
-    bool pushed_ = false;
+    // The guard's entry in cuctx's record of this thread's stack: kind `guard` when it pushed (then
+    // linked), `elided` when its context was already current.
+    detail::Frame frame_;
 };
 
 } // namespace cuctx

@@ -56,21 +56,21 @@ void ContextGuard::enter(const Context& context, bool verify)
     if (top.state == state) {
         frame_.uses = top.uses;
         frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        frame_.kind = detail::FrameKind::elided;
         return;
     }
     detail::throwSticky(*state);
     frame_.kind = detail::FrameKind::guard;
     detail::pushFrame(ts, state, frame_);
-    pushed_ = true;
 }
 
 void ContextGuard::leave() noexcept
 {
     detail::ThreadState& ts = detail::threadState();
-    if (detail::t_top.frame == &frame_ && detail::g_pushPop.load(std::memory_order_relaxed) != nullptr) {
+    if (detail::t_top.frame == &frame_ && detail::g_pop.load(std::memory_order_relaxed) != nullptr) {
         CUcontext popped = nullptr;
         const CUresult r = detail::g_activeApi.load(std::memory_order_relaxed)->cuCtxPopCurrent(&popped);
-        if (r != CUDA_SUCCESS || popped != frame_.handle) {
+        if (r != CUDA_SUCCESS || popped != frame_.state->handle) {
             detail::finishFailedPop(ts, frame_, r, popped, "cuctx::ContextGuard");
             return;
         }

@@ -23,7 +23,7 @@ const Frame* bottomFrame() noexcept
 // Pushes a heap frame of `kind` for `state`; frees it if the push fails.
 void pushHeapFrame(ThreadState& ts, detail::ContextState& state, FrameKind kind)
 {
-    auto* frame = new Frame;
+    auto* frame = new Frame{};
     frame->kind = kind;
     try {
         detail::pushFrame(ts, &state, *frame);

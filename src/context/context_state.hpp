@@ -15,6 +15,7 @@
 // its last use of an orphaned context rechecks under the registry's mutex. One of the two always
 // sees the other, and whichever finds no use left destroys the context, once.
 
+#include "cuctx/detail/context_state.hpp"
 #include "cuctx/error.hpp"
 
 #include <cuda.h>
@@ -27,31 +28,6 @@
 #include <vector>
 
 namespace cuctx::detail {
-
-enum class ContextKind : std::uint8_t { created, primary, green };
-
-struct ContextState {
-    CUcontext handle = nullptr;
-    CUdevice device = 0;
-    int ordinal = -1;
-    std::uint64_t id = 0;        // cuCtxGetId, 0 where the driver lacks it
-    ContextKind kind = ContextKind::created;
-    CUgreenCtx green = nullptr;  // for kind == green
-
-    std::atomic<long> handles{1};
-    std::atomic<bool> orphaned{false};
-    bool destroyed = false; // guarded by the registry mutex
-
-    // Green contexts may be current on one thread at a time: the owner's thread number, 0 if none.
-    std::atomic<std::uint64_t> exclusiveOwner{0};
-
-    // A failure seen where it could not be thrown (a destructor): reported by the next fallible call.
-    std::atomic<bool> hasSticky{false};
-    std::mutex stickyMutex;
-    std::optional<Error> sticky;
-
-    bool exclusive() const noexcept { return kind == ContextKind::green; }
-};
 
 /// The registry of contexts cuctx has made (created, retained or green) and not yet destroyed or
 /// released: how many, and the description of one by its handle.

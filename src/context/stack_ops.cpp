@@ -30,6 +30,7 @@ const char* kindName(FrameKind kind) noexcept
     case FrameKind::guard: return "guard";
     case FrameKind::push: return "push";
     case FrameKind::adopted: return "adopted";
+    case FrameKind::elided: return "elided";
     }
     return "?";
 }
@@ -70,10 +71,7 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     frame.state = state;
     frame.uses = &slot.uses;
     frame.below = t_top.frame;
-    frame.handle = state->handle;
-    frame.orphaned = state->exclusive() ? nullptr : &state->orphaned;
-    frame.ownsHandle = frame.kind != FrameKind::guard;
-    if (frame.ownsHandle)
+    if (ownsHandle(frame))
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     setTop(&frame);
     if (!state->exclusive()) { // green contexts always take the slow path, which checks their owner
@@ -81,8 +79,6 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
         top.recentState = state;
         top.recentSlot = &slot.state;
         top.recentUses = &slot.uses;
-        top.recentHandle = state->handle;
-        top.recentOrphaned = &state->orphaned;
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),
@@ -95,7 +91,7 @@ namespace {
 Context retire(Frame& frame) noexcept
 {
     ContextState* state = frame.state;
-    const bool owned = frame.ownsHandle;
+    const bool owned = ownsHandle(frame);
     std::atomic<std::uint32_t>* uses = frame.uses;
     if (frame.kind != FrameKind::guard)
         delete &frame;
@@ -137,7 +133,7 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
     }
     CUcontext popped = nullptr;
     const CUresult r = d->cuCtxPopCurrent(&popped);
-    if (r != CUDA_SUCCESS || popped != frame.handle) [[unlikely]]
+    if (r != CUDA_SUCCESS || popped != frame.state->handle) [[unlikely]]
         return finishFailedPop(ts, frame, r, popped, who);
     setTop(frame.below);
     if (logEnabled(LogLevel::trace)) [[unlikely]]
@@ -149,7 +145,7 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
 Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept
 {
     setTop(frame.below);
-    const CUcontext mine = frame.handle;
+    const CUcontext mine = frame.state->handle;
     const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
     try {
         std::string detail;

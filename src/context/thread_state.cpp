@@ -83,7 +83,7 @@ ThreadState::~ThreadState()
     std::vector<Context> owners;
     for (Frame* f = t_top.frame; f != nullptr;) {
         Frame* below = f->below;
-        if (f->ownsHandle)
+        if (ownsHandle(*f))
             owners.push_back(ContextAccess::adopt(f->state));
         if (f->kind != FrameKind::guard)
             delete f;

@@ -15,7 +15,8 @@
 namespace cuctx::detail {
 
 std::atomic<const DriverApi*> g_activeApi{nullptr};
-constinit std::atomic<const PushPop*> g_pushPop{nullptr};
+constinit std::atomic<PushFn> g_push{nullptr};
+constinit std::atomic<PopFn> g_pop{nullptr};
 
 namespace {
 
@@ -39,7 +40,8 @@ DriverState& state()
 void dropApiInChild()
 {
     g_activeApi.store(nullptr, std::memory_order_relaxed);
-    g_pushPop.store(nullptr, std::memory_order_relaxed);
+    g_push.store(nullptr, std::memory_order_relaxed);
+    g_pop.store(nullptr, std::memory_order_relaxed);
 }
 
 std::string requestedPath(const DriverState& s)
@@ -70,9 +72,8 @@ void ensureAttempted(DriverState& s)
     s.driver->leak();
     noteDriverInitialised(dropApiInChild);
     g_activeApi.store(&s.driver->api, std::memory_order_release);
-    static PushPop pushPop;
-    pushPop = PushPop{s.driver->api.cuCtxPushCurrent, s.driver->api.cuCtxPopCurrent};
-    g_pushPop.store(&pushPop, std::memory_order_release);
+    g_push.store(s.driver->api.cuCtxPushCurrent, std::memory_order_release);
+    g_pop.store(s.driver->api.cuCtxPopCurrent, std::memory_order_release);
     logDebug("driver loaded from {} (CUDA {})", s.resolvedPath, formatCudaVersion(s.driverVersion));
 }
 

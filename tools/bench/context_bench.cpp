@@ -12,6 +12,8 @@
 #include "context/fence.hpp"
 #include "driver/driver_state.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +46,37 @@ void keep(T&& value)
 {
     asm volatile("" : : "g"(&value) : "memory");
 }
+
+// Keeps the calling thread on the CPU it runs on for the object's lifetime, so that a single-thread
+// measurement is not spread over cores (a migration costs more than what is measured); the threads
+// of the multi-thread runs, started later, get the original mask back.
+class PinToCurrentCpu {
+public:
+    PinToCurrentCpu()
+    {
+        saved_ = sched_getaffinity(0, sizeof original_, &original_) == 0;
+        const int cpu = sched_getcpu();
+        if (!saved_ || cpu < 0)
+            return;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
+    }
+    ~PinToCurrentCpu()
+    {
+        if (pinned_)
+            sched_setaffinity(0, sizeof original_, &original_);
+    }
+    PinToCurrentCpu(const PinToCurrentCpu&) = delete;
+    PinToCurrentCpu& operator=(const PinToCurrentCpu&) = delete;
+    bool pinned() const { return pinned_; }
+
+private:
+    cpu_set_t original_{};
+    bool saved_ = false;
+    bool pinned_ = false;
+};
 
 // Best time per iteration (ns) of each of two loops, over `repeats` rounds that run them in turn, so
 // that both see the same machine (clock, neighbours) as far as possible.
@@ -159,6 +193,8 @@ int main(int argc, char** argv)
     std::vector<Row> rows;
 
     cuctx::ContextBinding binding(home);
+    std::optional<PinToCurrentCpu> pin(std::in_place);
+    const bool pinned = pin->pinned();
     const CUcontext otherHandle = other.native();
     auto rawPairLoop = [&](long n) {
         CUcontext popped = nullptr;
@@ -200,6 +236,8 @@ int main(int argc, char** argv)
                     ">= 10x cheaper, <= 5 ns", rawPair2 / elided >= 10 && elided <= 5.0});
     rows.push_back({"cuCtxGetCurrent (reference)", ns(getCurrent), ns(elided2), getCurrent / elided2, "(none)", true});
 
+    pin.reset();
+
     // N threads, one shared context, a task per iteration.
     const CUcontext sharedHandle = home.native();
     const double rawShared = aggregateOps(
@@ -228,9 +266,9 @@ int main(int argc, char** argv)
 
     if (!o.csv)
         std::printf("cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks, "
-                    "asymmetric fence: %s\n\n",
+                    "asymmetric fence: %s, single-thread runs %s\n\n",
                     device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks,
-                    cuctx::detail::fenceModeName());
+                    cuctx::detail::fenceModeName(), pinned ? "pinned to one CPU" : "not pinned");
     print(rows, o);
     return 0;
 }

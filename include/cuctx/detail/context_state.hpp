@@ -1,0 +1,46 @@
+#pragma once
+
+// Internal, not an API: the shared state behind every cuctx::Context handle. Its definition is
+// here, not beside its source, because ContextGuard's inline code reads the handle, the kind and
+// the orphaned flag straight from it (so a guard's frame need not copy them). The rules that govern
+// it are in src/context/context_state.hpp.
+
+#include "cuctx/error.hpp"
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+namespace cuctx::detail {
+
+enum class ContextKind : std::uint8_t { created, primary, green };
+
+struct ContextState {
+    CUcontext handle = nullptr;
+    CUdevice device = 0;
+    int ordinal = -1;
+    std::uint64_t id = 0;        // cuCtxGetId, 0 where the driver lacks it
+    ContextKind kind = ContextKind::created;
+    CUgreenCtx green = nullptr;  // for kind == green
+
+    std::atomic<bool> orphaned{false}; // read by every guard's last use: kept off the line below
+
+    // Written on every copy of a Context, by any thread: on a cache line of its own.
+    alignas(64) std::atomic<long> handles{1};
+    bool destroyed = false; // guarded by the registry mutex
+
+    // Green contexts may be current on one thread at a time: the owner's thread number, 0 if none.
+    std::atomic<std::uint64_t> exclusiveOwner{0};
+
+    // A failure seen where it could not be thrown (a destructor): reported by the next fallible call.
+    std::atomic<bool> hasSticky{false};
+    std::mutex stickyMutex;
+    std::optional<Error> sticky;
+
+    bool exclusive() const noexcept { return kind == ContextKind::green; }
+};
+
+} // namespace cuctx::detail
