@@ -1,4 +1,5 @@
 #include "log.hpp"
+#include "driver/driver_state.hpp"
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -86,6 +87,7 @@ namespace cuctx {
 void setLogLevel(LogLevel level) noexcept
 {
     detail::g_logLevel.store(static_cast<int>(level), std::memory_order_relaxed);
+    detail::refreshInlineDriver(); // trace logs every switch: only the out-of-line guard does
 }
 
 LogLevel logLevel() noexcept

@@ -47,8 +47,6 @@ public:
             top.state = state;
             top.uses = frame_.uses;
             top.frame = &frame_;
-            if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
-                detail::traceGuard("push", frame_);
             return;
         }
         enter(context, false);
@@ -73,8 +71,6 @@ public:
                 return;
             }
             detail::setTop(frame_.below);
-            if (detail::g_logLevel.load(std::memory_order_relaxed) == 0) [[unlikely]]
-                detail::traceGuard("pop", frame_);
             const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
             frame_.uses->store(after, std::memory_order_release);
             if (after == 0) {

@@ -27,17 +27,6 @@ void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept
     finishFailedPop(threadState(), frame, result, popped, "cuctx::ContextGuard");
 }
 
-void traceGuard(const char* what, const Frame& frame) noexcept
-{
-    try {
-        std::size_t depth = 0;
-        for (const Frame* f = t_top.frame; f != nullptr; f = f->below)
-            ++depth;
-        logTrace("thread {}: {} {} (guard), depth {}", gettid(), what, describeContext(*frame.state), depth);
-    } catch (...) {
-    }
-}
-
 } // namespace detail
 
 void ContextGuard::enter(const Context& context, bool verify)

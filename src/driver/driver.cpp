@@ -72,12 +72,21 @@ void ensureAttempted(DriverState& s)
     s.driver->leak();
     noteDriverInitialised(dropApiInChild);
     g_activeApi.store(&s.driver->api, std::memory_order_release);
-    g_push.store(s.driver->api.cuCtxPushCurrent, std::memory_order_release);
-    g_pop.store(s.driver->api.cuCtxPopCurrent, std::memory_order_release);
+    refreshInlineDriver();
     logDebug("driver loaded from {} (CUDA {})", s.resolvedPath, formatCudaVersion(s.driverVersion));
 }
 
 } // namespace
+
+void refreshInlineDriver() noexcept
+{
+    static std::mutex mutex; // the last caller sees the latest driver and level, whatever the order
+    std::lock_guard lock(mutex);
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    const bool tracing = g_logLevel.load(std::memory_order_relaxed) == static_cast<int>(LogLevel::trace);
+    g_push.store(d != nullptr && !tracing ? d->cuCtxPushCurrent : nullptr, std::memory_order_release);
+    g_pop.store(d != nullptr && !tracing ? d->cuCtxPopCurrent : nullptr, std::memory_order_release);
+}
 
 const DriverApi& loadActiveApi()
 {

@@ -13,6 +13,10 @@ extern std::atomic<const DriverApi*> g_activeApi;
 
 [[gnu::cold]] const DriverApi& loadActiveApi();
 
+/// Sets or clears the inline guard's push and pop (thread_top.hpp) from the loaded driver and the
+/// log level: called when either changes.
+void refreshInlineDriver() noexcept;
+
 /// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that
 /// had initialised CUDA the pointer is cleared, so the next call reports the fork.
 inline const DriverApi& api()

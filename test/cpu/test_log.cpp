@@ -2,6 +2,8 @@
 
 #include "fake_env.hpp"
 
+#include "cuctx/context.hpp"
+#include "cuctx/context_guard.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/log.hpp"
 
@@ -53,4 +55,35 @@ TEST_CASE("messages below the level are not delivered", "[log]")
     cuctx::setLogSink({});
     cuctx::setLogLevel(previous);
     CHECK(delivered == 0);
+}
+
+TEST_CASE("at trace level every switch is logged, including those the inline path would make", "[log]")
+{
+    cuctx::Context home = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::Context other = cuctx::Context::create(cuctx::Device::get(0));
+    { cuctx::ContextGuard warm(other); } // the next switches to `other` qualify for the inline path
+    auto captured = std::make_shared<Captured>();
+    cuctx::setLogSink([captured](cuctx::LogLevel, std::string_view message) {
+        std::lock_guard lock(captured->mutex);
+        captured->lines.emplace_back(cuctx::LogLevel::trace, std::string(message));
+    });
+    const auto previous = cuctx::logLevel();
+    cuctx::setLogLevel(cuctx::LogLevel::trace);
+    for (int i = 0; i < 3; ++i) {
+        cuctx::ContextGuard g(other);
+        CHECK(g.switched());
+    }
+    cuctx::setLogLevel(previous);
+    {
+        cuctx::ContextGuard quiet(other); // back below trace: nothing logged
+    }
+    cuctx::setLogSink({});
+    std::lock_guard lock(captured->mutex);
+    int pushes = 0, pops = 0;
+    for (const auto& [level, line] : captured->lines) {
+        pushes += line.find(": push context") != std::string::npos ? 1 : 0;
+        pops += line.find(": pop context") != std::string::npos ? 1 : 0;
+    }
+    CHECK(pushes == 3);
+    CHECK(pops == 3);
 }

@@ -62,16 +62,15 @@ struct ThreadTop {
 // that programs loading it with dlopen do not run short of static TLS.
 extern constinit thread_local ThreadTop t_top;
 
-/// The driver's push and pop, once it is loaded (nullptr before, and in a child forked after
-/// CUDA was initialised, so that guards there take the path that reports the fork). Two plain
-/// pointers rather than one to a pair: the inline switching guard loads each with one load.
+/// The driver's push and pop for the inline switching guard: set once the driver is loaded, and
+/// nullptr before, in a child forked after CUDA was initialised (so that guards there take the path
+/// that reports the fork) and while cuctx logs at trace level (so that the out-of-line path logs
+/// every switch, and the inline one needs no check of the level). Two plain pointers rather than
+/// one to a pair: each costs one load.
 using PushFn = CUresult(CUDAAPI*)(CUcontext);
 using PopFn = CUresult(CUDAAPI*)(CUcontext*);
 extern constinit std::atomic<PushFn> g_push;
 extern constinit std::atomic<PopFn> g_pop;
-
-/// cuctx's log level (a LogLevel value): trace (0) logs every switch.
-extern std::atomic<int> g_logLevel;
 
 /// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
 /// asymmetric fence; context/fence.hpp). When false, the out-of-line path fences for real.
@@ -87,11 +86,10 @@ inline void setTop(Frame* frame) noexcept
 }
 
 /// Out of line, rare: the last use of a context on this thread ended; a guard's push failed
-/// (throws); a guard's pop found another context or failed; a switch to trace.
+/// (throws); a guard's pop found another context or failed.
 void lastUseOnThread(ContextState* state) noexcept;
 void lastUseEnded(ContextState* state) noexcept;
 [[noreturn]] void guardPushFailed(Frame& frame, CUresult result);
 void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept;
-void traceGuard(const char* what, const Frame& frame) noexcept;
 
 } // namespace cuctx::detail
