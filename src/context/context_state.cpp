@@ -5,6 +5,7 @@
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "log.hpp"
+#include "module/module_cache.hpp"
 
 #include <unistd.h>
 
@@ -105,6 +106,7 @@ void tryDestroy(ContextState* state) noexcept
         auto& states = liveStatesLocked();
         states.erase(std::remove(states.begin(), states.end(), state), states.end());
     }
+    destroyModuleCache(*state); // unloads its modules while the context still exists
     destroyDriverObject(*state);
     delete state;
 }

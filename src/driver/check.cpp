@@ -60,11 +60,18 @@ std::string describe(const Subject& subject)
 
 void throwDriverError(CUresult result, const char* call, const Subject& subject, std::source_location where)
 {
+    throwDriverError(result, call, subject, where, {}, {});
+}
+
+void throwDriverError(CUresult result, const char* call, const Subject& subject, std::source_location where,
+                      std::string detail, std::string hint)
+{
     ErrorInfo info;
     info.result = static_cast<int>(result);
     info.call = call;
     info.object = describe(subject);
-    info.hint = hintFor(result);
+    info.detail = std::move(detail);
+    info.hint = hint.empty() ? hintFor(result) : std::move(hint);
     switch (result) {
     case CUDA_ERROR_STUB_LIBRARY: info.condition = Errc::stub_driver; break;
     case CUDA_ERROR_NO_DEVICE: info.condition = Errc::no_device; break;

@@ -28,6 +28,10 @@ std::string describe(const Subject& subject);
 [[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject,
                                    std::source_location where);
 
+/// The same, with what cuctx found (a JIT log, the kernels a module has) and what to do.
+[[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject,
+                                   std::source_location where, std::string detail, std::string hint = {});
+
 inline void check(CUresult result, const char* call, const Subject& subject = {},
                   std::source_location where = std::source_location::current())
 {

@@ -49,7 +49,37 @@ namespace cuctx::detail {
     X(cuCtxGetCacheConfig, cuCtxGetCacheConfig, 3020, Required)                                    \
     X(cuCtxGetId, cuCtxGetId, 12000, Optional)                                                     \
     X(cuMemGetInfo, cuMemGetInfo, 3020, Required)                                                  \
+    X(cuMemAlloc, cuMemAlloc, 3020, Required)                                                     \
+    X(cuMemFree, cuMemFree, 3020, Required)                                                       \
+    X(cuMemcpyHtoD, cuMemcpyHtoD, 3020, Required)                                                 \
+    X(cuMemcpyDtoH, cuMemcpyDtoH, 3020, Required)                                                 \
+    X(cuMemsetD32, cuMemsetD32, 3020, Required)                                                   \
     X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)                            \
+    X(cuModuleLoad, cuModuleLoad, 2000, Required)                                                 \
+    X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, Required)                                     \
+    X(cuModuleUnload, cuModuleUnload, 2000, Required)                                             \
+    X(cuModuleGetFunction, cuModuleGetFunction, 2000, Required)                                   \
+    X(cuModuleGetGlobal, cuModuleGetGlobal, 3020, Required)                                       \
+    X(cuModuleGetFunctionCount, cuModuleGetFunctionCount, 12040, Optional)                        \
+    X(cuModuleEnumerateFunctions, cuModuleEnumerateFunctions, 12040, Optional)                    \
+    X(cuFuncGetAttribute, cuFuncGetAttribute, 2020, Required)                                     \
+    X(cuFuncSetAttribute, cuFuncSetAttribute, 9000, Required)                                     \
+    X(cuFuncSetCacheConfig, cuFuncSetCacheConfig, 3000, Required)                                 \
+    X(cuFuncGetName, cuFuncGetName, 12030, Optional)                                              \
+    X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, Optional)                                    \
+    X(cuFuncLoad, cuFuncLoad, 12040, Optional)                                                    \
+    X(cuLaunchKernel, cuLaunchKernel, 4000, Required)                                             \
+    X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, Optional)                                        \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, Required)\
+    X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050, Required)         \
+    X(cuLibraryLoadData, cuLibraryLoadData, 12000, Optional)                                      \
+    X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, 12000, Optional)                              \
+    X(cuLibraryUnload, cuLibraryUnload, 12000, Optional)                                          \
+    X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, Optional)                                    \
+    X(cuLibraryGetKernelCount, cuLibraryGetKernelCount, 12040, Optional)                          \
+    X(cuLibraryEnumerateKernels, cuLibraryEnumerateKernels, 12040, Optional)                      \
+    X(cuKernelGetFunction, cuKernelGetFunction, 12000, Optional)                                  \
+    X(cuKernelGetName, cuKernelGetName, 12030, Optional)                                          \
     X(cuDeviceGetDevResource, cuDeviceGetDevResource, 12040, Optional)                            \
     X(cuDevSmResourceSplitByCount, cuDevSmResourceSplitByCount, 12040, Optional)                  \
     X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc, 12040, Optional)                      \

@@ -2,23 +2,31 @@
 """cuctx-inspect as a user meets it: each driver situation gives its documented exit status, one
 clear line for people, and --json output that validates against docs/schema/inspect-devices.schema.json.
 
-usage: check_inspect.py INSPECT FAKE_DRIVER STUB_DRIVER SCHEMA
+usage: check_inspect.py INSPECT FAKE_DRIVER STUB_DRIVER SCHEMA MODULE_SCHEMA PTX
 """
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 try:
     import jsonschema
 except ImportError:
     sys.exit("check_inspect.py needs python3-jsonschema (apt-get install python3-jsonschema)")
 
-inspect, fake, stub, schema_path = sys.argv[1:5]
-with open(schema_path) as f:
-    schema = json.load(f)
-jsonschema.Draft202012Validator.check_schema(schema)
-validator = jsonschema.Draft202012Validator(schema)
+inspect, fake, stub, schema_path, module_schema_path, ptx = sys.argv[1:7]
+
+
+def load_validator(path):
+    with open(path) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+validator = load_validator(schema_path)
+module_validator = load_validator(module_schema_path)
 failures = []
 
 
@@ -36,7 +44,7 @@ def expect(name, condition, detail=""):
             print("       " + detail.replace("\n", "\n       "))
 
 
-def check_json(name, result, status, code):
+def check_json(name, result, status, code, validator=validator):
     expect(f"{name}: exit status {code}", result.returncode == code, f"got {result.returncode}\n{result.stderr}")
     try:
         doc = json.loads(result.stdout)
@@ -114,6 +122,43 @@ usage = run(["--bogus"])
 expect("bad argument: exit status 2", usage.returncode == 2)
 expect("--help: exit status 0", run(["--help"]).returncode == 0)
 expect("--version names the version", run(["--version"]).stdout.startswith("cuctx-inspect "))
+
+# module FILE: kernels and their attributes, or the JIT's log.
+module = run(["module", ptx], CUCTX_DRIVER_PATH=fake)
+expect("module: exit status 0", module.returncode == 0, module.stderr)
+kernel_rows = [l.split()[0] for l in module.stdout.splitlines()[5:] if l.strip()]
+expect("module: one row per kernel", kernel_rows == ["bump", "empty", "scale"], module.stdout)
+expect("module: loading mode shown", "module loading: lazy" in module.stdout, module.stdout)
+expect("module: fits 80 columns (but for the file's path)",
+       all(len(l) <= 80 for l in module.stdout.splitlines()[1:]), module.stdout)
+doc = check_json("module", run(["module", ptx, "--json"], CUCTX_DRIVER_PATH=fake), "ok", 0, module_validator)
+if doc:
+    scale = next(k for k in doc["kernels"] if k["name"] == "scale")
+    expect("module: scale's parameters", [p["bytes"] for p in scale["parameters"]] == [8, 8, 4, 4], str(scale))
+    expect("module: occupancy at four block sizes", [o["block_size"] for o in scale["occupancy"]] == [128, 256, 512, 1024])
+    expect("module: kind", doc["kind"] == "ptx")
+verbose_module = run(["module", ptx, "-v"], CUCTX_DRIVER_PATH=fake)
+expect("module -v: parameters listed", "8 at 0, 8 at 8, 4 at 16, 4 at 20" in verbose_module.stdout, verbose_module.stdout)
+
+with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as bad:
+    bad.write(".version 8.0\n.target sm_80\n.visible .entry broken()\n{\n    bogus.u32 %r1, 1;\n}\n")
+try:
+    broken = run(["module", bad.name], CUCTX_DRIVER_PATH=fake)
+    expect("broken module: exit status 9", broken.returncode == 9, broken.stderr)
+    expect("broken module: the JIT's log is printed", "Not a name of any known instruction: 'bogus'" in broken.stderr,
+           broken.stderr)
+    expect("broken module: nothing on stdout", broken.stdout == "", broken.stdout)
+    doc = check_json("broken module", run(["module", bad.name, "--json"], CUCTX_DRIVER_PATH=fake), "module_error", 9,
+                     module_validator)
+    if doc:
+        expect("broken module: jit_log in JSON", "bogus" in (doc["jit_log"] or ""), str(doc))
+finally:
+    os.unlink(bad.name)
+check_line("missing module file", run(["module", "/nonexistent/k.ptx"], CUCTX_DRIVER_PATH=fake), 9, "no such file")
+check_line("module without a driver", run(["module", ptx], CUCTX_DRIVER_PATH=missing), 3, "no CUDA driver")
+check_json("module without a driver", run(["module", ptx, "--json"], CUCTX_DRIVER_PATH=missing), "no_driver", 3,
+           module_validator)
+expect("module without FILE: exit status 2", run(["module"]).returncode == 2)
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -1,6 +1,7 @@
 // The fake CUDA driver: see fake_driver.hpp for what it models and how it is controlled.
 
 #include "fake_driver.hpp"
+#include "fake_internal.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -20,18 +21,13 @@
 #include <string_view>
 #include <vector>
 
+using namespace fake;
+
 namespace {
 
 constexpr std::size_t kTotalMemory = 80ull << 30;
 constexpr std::size_t kContextMemory = 512ull << 20;
 
-struct FakeContext {
-    unsigned long long id;
-    int device;
-    unsigned flags;
-    bool primary;
-    std::atomic<bool> destroyed{false};
-};
 
 struct PrimaryState {
     int refcount = 0;
@@ -88,11 +84,15 @@ std::vector<FakeContext*>& stack()
     return t.contexts;
 }
 
-FakeContext* top()
+} // namespace
+
+FakeContext* fake::top()
 {
     auto& s = stack();
     return s.empty() ? nullptr : s.back();
 }
+
+namespace {
 
 int envInt(const char* name, int fallback)
 {
@@ -100,10 +100,11 @@ int envInt(const char* name, int fallback)
     return (v != nullptr && v[0] != '\0') ? std::atoi(v) : fallback;
 }
 
+} // namespace
+
 // Every entry point starts here: counts the call, applies an injected failure, and models the
 // states in which the real driver refuses everything (fork after init, failed or missing cuInit).
-// Returns CUDA_SUCCESS to go on.
-CUresult enter(const char* name, bool needsInit = true)
+CUresult fake::enter(const char* name, bool needsInit)
 {
     State& s = state();
     std::lock_guard lock(s.mutex);
@@ -129,11 +130,7 @@ CUresult enter(const char* name, bool needsInit = true)
     return CUDA_SUCCESS;
 }
 
-#define FAKE_ENTER(...)                                                                            \
-    do {                                                                                           \
-        if (CUresult entered_ = enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)                      \
-            return entered_;                                                                       \
-    } while (0)
+namespace {
 
 FakeContext* newContext(State& s, int device, unsigned flags, bool primary)
 {
@@ -146,8 +143,9 @@ bool validDevice(CUdevice d)
     return d >= 0 && d < state().devices;
 }
 
-// The current context for calls that need one; 201 without, 709 if it was destroyed.
-CUresult currentForWork(FakeContext** out)
+} // namespace
+
+CUresult fake::currentForWork(FakeContext** out)
 {
     FakeContext* c = top();
     if (c == nullptr)
@@ -157,6 +155,8 @@ CUresult currentForWork(FakeContext** out)
     *out = c;
     return CUDA_SUCCESS;
 }
+
+namespace {
 
 CUresult CUDAAPI fakeInit(unsigned int flags)
 {
@@ -623,13 +623,6 @@ CUresult CUDAAPI fakeGreenCtxDestroy(CUgreenCtx handle)
     return CUDA_SUCCESS;
 }
 
-struct Export {
-    const char* symbol;
-    int version; // the CUDA version that introduced this ABI
-    void* function;
-};
-
-#define FAKE_EXPORT(symbol, version, fn) Export{symbol, version, reinterpret_cast<void*>(&fn)}
 const Export kExports[] = {
     FAKE_EXPORT("cuInit", 2000, fakeInit),
     FAKE_EXPORT("cuDriverGetVersion", 2020, fakeDriverGetVersion),
@@ -726,6 +719,9 @@ extern "C" {
     for (const Export& e : kExports)
         if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
             best = &e;
+    for (const Export& e : moduleExports())
+        if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
+            best = &e;
     if (best == nullptr) {
         if (found != nullptr)
             *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
@@ -748,6 +744,7 @@ void cuctx_fake_reset()
     s.injections.clear();
     s.totalCalls = 0;
     configureFromEnvironment(s);
+    resetModules();
     s.initFailed = s.initialised && s.devices == 0;
     g_generation.fetch_add(1, std::memory_order_release);
 }

@@ -34,3 +34,14 @@ int cuctx_fake_live_contexts();
 int cuctx_fake_primary_refcount(int device);
 
 } // extern "C"
+
+extern "C" {
+
+/// Modules loaded (cuModuleLoad*) and not yet unloaded.
+int cuctx_fake_live_modules();
+
+/// Whether the last module load was given JIT option `option` (a CUjit_option), and its value as
+/// passed in (before the driver wrote back into in/out options).
+int cuctx_fake_last_jit_option(int option, unsigned long long* value);
+
+} // extern "C"

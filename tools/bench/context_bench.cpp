@@ -8,11 +8,10 @@
 //
 // usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]
 
+#include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
 #include "context/fence.hpp"
 #include "driver/driver_state.hpp"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +29,7 @@
 
 namespace {
 
+using namespace cuctx::bench;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -38,44 +38,6 @@ struct Options {
     long iterations = 1'000'000; // for the single-thread runs
     int repeats = 11;            // single-thread runs keep the best of these
     bool csv = false;
-};
-
-// Keeps the compiler from removing a loop body.
-template <typename T>
-void keep(T&& value)
-{
-    asm volatile("" : : "g"(&value) : "memory");
-}
-
-// Keeps the calling thread on the CPU it runs on for the object's lifetime, so that a single-thread
-// measurement is not spread over cores (a migration costs more than what is measured); the threads
-// of the multi-thread runs, started later, get the original mask back.
-class PinToCurrentCpu {
-public:
-    PinToCurrentCpu()
-    {
-        saved_ = sched_getaffinity(0, sizeof original_, &original_) == 0;
-        const int cpu = sched_getcpu();
-        if (!saved_ || cpu < 0)
-            return;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
-    }
-    ~PinToCurrentCpu()
-    {
-        if (pinned_)
-            sched_setaffinity(0, sizeof original_, &original_);
-    }
-    PinToCurrentCpu(const PinToCurrentCpu&) = delete;
-    PinToCurrentCpu& operator=(const PinToCurrentCpu&) = delete;
-    bool pinned() const { return pinned_; }
-
-private:
-    cpu_set_t original_{};
-    bool saved_ = false;
-    bool pinned_ = false;
 };
 
 // Best time per iteration (ns) of each of two loops, over `repeats` rounds that run them in turn, so
@@ -120,44 +82,6 @@ double aggregateOps(const Options& o, const std::function<void()>& setUp, const 
     const auto last = *std::max_element(ends.begin(), ends.end());
     const double seconds = std::chrono::duration<double>(last - first).count();
     return static_cast<double>(o.tasks) * o.threads / seconds;
-}
-
-struct Row {
-    std::string name;
-    std::string raw;
-    std::string cuctx;
-    double ratio;
-    std::string target;
-    bool met;
-};
-
-void print(const std::vector<Row>& rows, const Options& o)
-{
-    if (o.csv) {
-        std::printf("measurement,raw,cuctx,ratio,target,met\n");
-        for (const Row& r : rows)
-            std::printf("%s,%s,%s,%.3f,%s,%s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                        r.target.c_str(), r.met ? "yes" : "no");
-        return;
-    }
-    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
-    for (const Row& r : rows)
-        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                    r.target.c_str(), r.met ? "yes" : "NO");
-}
-
-std::string ns(double v)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f ns", v);
-    return text;
-}
-
-std::string mops(double v)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f Mops/s", v / 1e6);
-    return text;
 }
 
 } // namespace
@@ -269,6 +193,6 @@ int main(int argc, char** argv)
                     "asymmetric fence: %s, single-thread runs %s\n\n",
                     device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks,
                     cuctx::detail::fenceModeName(), pinned ? "pinned to one CPU" : "not pinned");
-    print(rows, o);
+    print(rows, o.csv);
     return 0;
 }

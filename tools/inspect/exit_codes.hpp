@@ -16,6 +16,7 @@ enum ExitCode : int {
     exitDriverTooOld = 6,    ///< the driver lacks entry points cuctx needs
     exitForked = 7,          ///< forked after CUDA was initialised
     exitDriverError = 8,     ///< a driver call failed while inspecting
+    exitModuleError = 9,     ///< `module FILE`: the file is missing or not an image, or it did not load
 };
 
 /// The exit status and the JSON "status" word for a load failure.

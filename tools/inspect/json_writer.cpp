@@ -124,6 +124,15 @@ JsonWriter& JsonWriter::value(bool flag)
     return *this;
 }
 
+JsonWriter& JsonWriter::value(double number)
+{
+    beforeValue();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", number); // what the tool reports needs no more
+    out_ += text;
+    return *this;
+}
+
 JsonWriter& JsonWriter::null()
 {
     beforeValue();

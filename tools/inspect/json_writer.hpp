@@ -26,6 +26,7 @@ public:
     JsonWriter& value(int number) { return value(static_cast<std::int64_t>(number)); }
     JsonWriter& value(unsigned number) { return value(static_cast<std::uint64_t>(number)); }
     JsonWriter& value(bool flag);
+    JsonWriter& value(double number);
     JsonWriter& null();
     template <typename T>
     JsonWriter& value(const std::optional<T>& maybe)

@@ -3,6 +3,7 @@
 
 #include "exit_codes.hpp"
 #include "json_writer.hpp"
+#include "module_command.hpp"
 
 #include "cuctx/cuctx.hpp"
 
@@ -37,18 +38,24 @@ void printUsage(std::FILE* to)
 {
     std::fprintf(to,
                  "usage: cuctx-inspect [devices] [--json] [--memory] [--verbose]\n"
+                 "       cuctx-inspect module FILE [--device N] [--primary] [--json] [--verbose]\n"
                  "\n"
-                 "Shows the CUDA driver cuctx loads and the devices it sees.\n"
+                 "Shows the CUDA driver cuctx loads and the devices it sees, or what a module holds.\n"
                  "\n"
                  "  devices      the driver and every device (the default)\n"
-                 "  --json       machine-readable output (docs/schema/inspect-devices.schema.json)\n"
+                 "  module FILE  load a PTX, cubin or fatbin and list its kernels with their attributes\n"
+                 "               and occupancy; print the JIT's log when it does not load\n"
+                 "  --json       machine-readable output (docs/schema/inspect-*.schema.json)\n"
                  "  --memory     also measure free memory (activates each primary context)\n"
-                 "  -v, --verbose  every attribute of every device\n"
+                 "  --device N   the device to load the module on (default 0)\n"
+                 "  --primary    load it into the primary context instead of a new one\n"
+                 "  -v, --verbose  every attribute of every device or kernel\n"
                  "  --help, --version\n"
                  "\n"
                  "Environment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES.\n"
                  "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
-                 "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error.\n");
+                 "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
+                 "9 the module did not load (module FILE).\n");
 }
 
 std::string cudaVersionText(int v)
@@ -93,6 +100,16 @@ void writeDriver(JsonWriter& j, const Driver::Status& st)
     j.key("resolved_path")
         .value(st.resolvedPath.empty() ? std::nullopt : std::optional<std::string>(st.resolvedPath));
     j.key("header_version").value(Driver::headerVersion());
+    std::optional<std::string> loading;
+    if (st.loaded) {
+        try {
+            const ModuleLoadingMode mode = Module::loadingMode();
+            if (mode != ModuleLoadingMode::unknown)
+                loading = mode == ModuleLoadingMode::lazy ? "lazy" : "eager";
+        } catch (const Error&) {
+        }
+    }
+    j.key("module_loading").value(loading);
     j.endObject();
 }
 
@@ -165,6 +182,10 @@ void printTable(const Driver::Status& st, const std::vector<DeviceReport>& devic
                 cudaVersionText(st.driverVersion).c_str(), st.driverVersion,
                 cudaVersionText(Driver::headerVersion()).c_str());
     std::printf("libcuda: %s\n", st.resolvedPath.empty() ? st.requestedPath.c_str() : st.resolvedPath.c_str());
+    const ModuleLoadingMode loading = Module::loadingMode();
+    std::printf("module loading: %s\n", loading == ModuleLoadingMode::lazy    ? "lazy (kernels load at first use)"
+                                         : loading == ModuleLoadingMode::eager ? "eager (kernels load with their module)"
+                                                                               : "unknown");
     const auto visible = visibleDevices();
     std::printf("CUDA_VISIBLE_DEVICES: %s\n\n", visible ? visible->c_str() : "not set");
 
@@ -249,6 +270,7 @@ int run(const Options& options)
 int main(int argc, char** argv)
 {
     Options options;
+    std::optional<ModuleCommand> module;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "--json")
@@ -257,8 +279,16 @@ int main(int argc, char** argv)
             options.memory = true;
         else if (arg == "-v" || arg == "--verbose")
             options.verbose = true;
-        else if (arg == "devices")
+        else if (arg == "devices" && i == 1)
             continue;
+        else if (arg == "module" && i == 1)
+            module.emplace();
+        else if (module && arg == "--device" && i + 1 < argc)
+            module->device = std::atoi(argv[++i]);
+        else if (module && arg == "--primary")
+            module->primary = true;
+        else if (module && module->file.empty() && !arg.empty() && arg[0] != '-')
+            module->file = arg;
         else if (arg == "-h" || arg == "--help") {
             printUsage(stdout);
             return exitOk;
@@ -272,6 +302,16 @@ int main(int argc, char** argv)
         }
     }
     try {
+        if (module) {
+            if (module->file.empty()) {
+                std::fprintf(stderr, "cuctx-inspect: module needs a FILE (a .ptx, .cubin or .fatbin)\n");
+                printUsage(stderr);
+                return exitUsage;
+            }
+            module->json = options.json;
+            module->verbose = options.verbose;
+            return runModuleCommand(*module);
+        }
         return run(options);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cuctx-inspect: internal error: %s\n", e.what());

@@ -16,6 +16,8 @@
 
 namespace cuctx::detail {
 
+struct ModuleCacheTable; // src/module/module_cache.cpp
+
 enum class ContextKind : std::uint8_t { created, primary, green };
 
 struct ContextState {
@@ -39,6 +41,9 @@ struct ContextState {
     std::atomic<bool> hasSticky{false};
     std::mutex stickyMutex;
     std::optional<Error> sticky;
+
+    // The context's module cache, made at its first use; emptied before the context is destroyed.
+    std::atomic<ModuleCacheTable*> moduleCache{nullptr};
 
     bool exclusive() const noexcept { return kind == ContextKind::green; }
 };

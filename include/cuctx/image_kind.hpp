@@ -1,0 +1,30 @@
+#pragma once
+
+// cuctx::ImageKind: what a module image is, told from its first bytes. Thread-safe (pure functions).
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace cuctx {
+
+enum class ImageKind {
+    ptx,     ///< PTX text: JIT-compiled for the context's device at load time
+    cubin,   ///< an ELF object with SASS for one architecture
+    fatbin,  ///< a fat binary: SASS for several architectures and/or PTX
+    unknown, ///< none of these (or empty)
+};
+
+/// The kind of `image`, from its magic numbers (ELF, fatbin header, fatbin wrapper) or, for PTX, a
+/// `.version` directive before any other token (comments and blank space skipped).
+ImageKind detectImageKind(std::span<const std::byte> image) noexcept;
+
+/// "ptx", "cubin", "fatbin", "unknown".
+const char* imageKindName(ImageKind kind) noexcept;
+
+/// Why `image` of `kind` cannot be handed to the driver, or an empty string when it can: the driver
+/// takes a cubin or fatbin without its size and would read past a truncated buffer, so cuctx checks
+/// that the headers' sizes fit in what it was given.
+std::string checkImageBounds(std::span<const std::byte> image, ImageKind kind);
+
+} // namespace cuctx

@@ -1,0 +1,94 @@
+#pragma once
+
+// cuctx::Module: a PTX, cubin or fatbin image loaded into one context. Shared ownership; thread-safe
+// (a loaded module does not change). The last handle (a Module, or a Function of it) unloads it with
+// its context current, whichever thread that is; a Module keeps its context alive.
+
+#include "cuctx/context.hpp"
+#include "cuctx/function.hpp"
+#include "cuctx/image_kind.hpp"
+#include "cuctx/jit_options.hpp"
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuctx {
+
+namespace detail {
+struct ModuleState;
+}
+
+/// How the driver loads a module's kernels (CUDA_MODULE_LOADING): lazily at first use (the default
+/// since CUDA 12.2), or all at load time.
+enum class ModuleLoadingMode { lazy, eager, unknown };
+
+/// A module-scope __device__ or __constant__ variable (cuModuleGetGlobal).
+struct ModuleGlobal {
+    CUdeviceptr address = 0;
+    std::size_t bytes = 0;
+};
+
+class Module {
+public:
+    Module() = default; ///< empty
+
+    /// Loads a file (PTX, cubin or fatbin, told from its content) into `context`. The file name is
+    /// the module's label in errors.
+    static Module fromFile(const Context& context, const std::filesystem::path& path, const JitOptions& options = {});
+    /// Loads an image from memory; `label` names it in errors and logs.
+    static Module fromImage(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
+                            std::string_view label = "image");
+    static Module fromPtx(const Context& context, std::string_view ptx, const JitOptions& options = {},
+                         std::string_view label = "ptx");
+
+    /// The module for this image content and these options in `context`, loaded once and shared by
+    /// every thread of the process: concurrent first requests load it once and all get the same
+    /// module. The cache keeps its modules until clearCache() or the context's destruction.
+    static Module cached(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
+                         std::string_view label = "image");
+    static Module cachedFile(const Context& context, const std::filesystem::path& path,
+                             const JitOptions& options = {});
+    /// How many modules `context`'s cache holds; dropping them (modules still held elsewhere stay).
+    static std::size_t cacheSize(const Context& context);
+    static void clearCache(const Context& context);
+    /// The driver's loading mode (cuModuleGetLoadingMode); unknown where the driver cannot say.
+    static ModuleLoadingMode loadingMode();
+    /// Modules cuctx has loaded and not yet unloaded, in every context (for leak checks).
+    static long loadedCount() noexcept;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+
+    /// The kernel `name`; an error that lists the module's kernels when there is none of that name.
+    Function function(std::string_view name) const;
+    /// The module's kernels (cuModuleEnumerateFunctions, CUDA 12.4+).
+    std::vector<std::string> kernelNames() const;
+    ModuleGlobal global(std::string_view name) const;
+    /// Loads every kernel now (cuFuncLoad): what JitOptions::loadAllKernels does at load time.
+    void loadAllKernels() const;
+
+    ImageKind kind() const;
+    const std::string& label() const;
+    /// The JIT's info log of the load (empty for a cubin, or when the JIT said nothing).
+    const std::string& infoLog() const;
+    /// What loading cost, wall clock, in milliseconds.
+    double loadMilliseconds() const;
+    const Context& context() const;
+    CUmodule native() const;
+
+private:
+    friend struct detail::ModuleState;
+    Module(Context context, std::shared_ptr<detail::ModuleState> state) noexcept;
+    detail::ModuleState& state(const char* call) const;
+
+    Context context_;                          // declared first: outlives state_ when both go
+    std::shared_ptr<detail::ModuleState> state_;
+};
+
+} // namespace cuctx

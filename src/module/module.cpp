@@ -1,0 +1,346 @@
+#include "cuctx/module.hpp"
+
+#include "cuctx/context_guard.hpp"
+
+#include "context/context_access.hpp"
+#include "driver/check.hpp"
+#include "driver/driver_state.hpp"
+#include "log.hpp"
+#include "module/jit_marshal.hpp"
+#include "module/module_cache.hpp"
+#include "module/module_state.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+
+namespace cuctx {
+
+using detail::ModuleState;
+
+namespace detail {
+namespace {
+
+// Runs `call` (a driver call returning CUresult) with `context` current, from a destructor: no
+// cuctx record is touched, nothing throws; failures are logged.
+template <typename Call>
+void inContextForCleanup(ContextState& context, const char* what, Call call) noexcept
+{
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d == nullptr)
+        return; // a forked child: the driver refuses everything, and the parent still owns it
+    const bool current = t_top.state == &context;
+    if (!current) {
+        if (const CUresult r = d->cuCtxPushCurrent(context.handle); r != CUDA_SUCCESS) {
+            logError("{}: cuCtxPushCurrent of {} failed with {}", what, describeContext(context), resultName(r));
+            return;
+        }
+    }
+    if (const CUresult r = call(*d); r != CUDA_SUCCESS)
+        logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r), static_cast<int>(r));
+    if (!current) {
+        CUcontext popped = nullptr;
+        if (const CUresult r = d->cuCtxPopCurrent(&popped); r != CUDA_SUCCESS || popped != context.handle)
+            logError("{}: popping {} after the call gave {} and {}", what, describeContext(context), resultName(r),
+                     static_cast<const void*>(popped));
+    }
+}
+
+std::string withLog(std::string detail, const std::string& log)
+{
+    if (!log.empty())
+        detail += "; the JIT's log:\n" + log;
+    return detail;
+}
+
+const char* loadHint(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_INVALID_PTX:
+        return "Fix the PTX at the line the JIT names; CUDA_CACHE_DISABLE=1 makes sure the JIT reruns";
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+        return "The image has no code for this device's architecture: build it for this compute capability "
+               "(see cuctx-inspect devices), or include PTX so the driver can compile it";
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+        return "The PTX is newer than this driver's JIT: update the driver, or generate older PTX";
+    case CUDA_ERROR_INVALID_IMAGE:
+        return "The image is not one the driver can load: check that it is a complete PTX, cubin or fatbin";
+    case CUDA_ERROR_FILE_NOT_FOUND: return "Check the path: the file does not exist or cannot be read";
+    default: return "";
+    }
+}
+
+std::atomic<long> g_loadedModules{0};
+
+} // namespace
+
+ModuleState::~ModuleState()
+{
+    if (module == nullptr)
+        return;
+    CUmodule m = module;
+    inContextForCleanup(*context, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); });
+    g_loadedModules.fetch_sub(1, std::memory_order_relaxed);
+    logTrace("unloaded module {} from {}", label, describeContext(*context));
+}
+
+Subject moduleSubject(const ContextState& context, const std::string& name) noexcept
+{
+    Subject s = subjectOf(context);
+    s.name = name.c_str();
+    return s;
+}
+
+std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const std::byte> image, ImageKind kind,
+                                        const JitOptions& options, const std::string& label)
+{
+    ContextState& cs = checkedState(context, "cuctx::Module");
+    const DriverApi& d = api();
+    // PTX is handed over as a C string: make sure it ends.
+    std::string ptxCopy;
+    const void* data = image.data();
+    if (kind == ImageKind::ptx && (image.empty() || image.back() != std::byte{0})) {
+        ptxCopy.assign(reinterpret_cast<const char*>(image.data()), image.size());
+        data = ptxCopy.c_str();
+    }
+    JitArrays jit(options, false);
+    auto state = std::make_shared<ModuleState>();
+    state->context = &cs;
+    state->label = label;
+    state->kind = kind;
+    ContextGuard guard(context);
+    const auto t0 = std::chrono::steady_clock::now();
+    const CUresult r = d.cuModuleLoadDataEx(&state->module, data, jit.count(), jit.options(), jit.values());
+    state->loadMilliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (r != CUDA_SUCCESS) {
+        state->module = nullptr;
+        const Subject s = moduleSubject(cs, label);
+        throwDriverError(r, "cuModuleLoadDataEx", s, std::source_location::current(),
+                         withLog(std::string("loading ") + imageKindName(kind) + " '" + label + "' failed",
+                                 jit.errorLog()),
+                         loadHint(r));
+    }
+    g_loadedModules.fetch_add(1, std::memory_order_relaxed);
+    state->infoLog = jit.infoLog();
+    logDebug("loaded {} '{}' into {} in {:.3f} ms", imageKindName(kind), label, describeContext(cs),
+             state->loadMilliseconds);
+    if (options.loadAllKernels)
+        ModuleState::handle(context, state).loadAllKernels(); // unloads (state goes) if it throws
+    return state;
+}
+
+std::shared_ptr<ModuleState> loadCheckedImage(const Context& context, std::span<const std::byte> image,
+                                              const JitOptions& options, const std::string& label)
+{
+    const ImageKind kind = detectImageKind(image);
+    if (const std::string problem = checkImageBounds(image, kind); !problem.empty()) {
+        ContextState& cs = checkedState(context, "cuctx::Module");
+        throwError(Errc::invalid_argument, "cuctx::Module", "cannot load '" + label + "': " + problem,
+                   "Pass a complete PTX, cubin or fatbin image", moduleSubject(cs, label));
+    }
+    return loadModule(context, image, kind, options, label);
+}
+
+std::vector<std::byte> readImageFile(const std::filesystem::path& path, const char* call)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const std::string name = path.string();
+        throwError(Errc::invalid_argument, call,
+                   "cannot open '" + name + "': " + (std::filesystem::exists(path) ? "not readable" : "no such file"),
+                   "Check the path (relative paths start from the working directory)",
+                   Subject{.name = name.c_str()});
+    }
+    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(chars.size());
+    std::memcpy(bytes.data(), chars.data(), chars.size());
+    return bytes;
+}
+
+} // namespace detail
+
+Module::Module(Context context, std::shared_ptr<ModuleState> state) noexcept
+    : context_(std::move(context)), state_(std::move(state))
+{
+}
+
+ModuleState& Module::state(const char* call) const
+{
+    if (state_ == nullptr)
+        detail::throwError(Errc::invalid_argument, call, "the Module is empty (default-constructed or moved from)",
+                           "Load a module first: cuctx::Module::fromFile or fromImage");
+    return *state_;
+}
+
+Module Module::fromFile(const Context& context, const std::filesystem::path& path, const JitOptions& options)
+{
+    const std::vector<std::byte> image = detail::readImageFile(path, "cuctx::Module::fromFile");
+    return Module(context, detail::loadCheckedImage(context, image, options, path.string()));
+}
+
+Module Module::fromImage(const Context& context, std::span<const std::byte> image, const JitOptions& options,
+                         std::string_view label)
+{
+    return Module(context, detail::loadCheckedImage(context, image, options, std::string(label)));
+}
+
+Module Module::fromPtx(const Context& context, std::string_view ptx, const JitOptions& options, std::string_view label)
+{
+    return fromImage(context, std::as_bytes(std::span(ptx.data(), ptx.size())), options, label);
+}
+
+Module Module::cached(const Context& context, std::span<const std::byte> image, const JitOptions& options,
+                      std::string_view label)
+{
+    return Module(context, detail::cachedModule(context, image, options, std::string(label)));
+}
+
+Module Module::cachedFile(const Context& context, const std::filesystem::path& path, const JitOptions& options)
+{
+    const std::vector<std::byte> image = detail::readImageFile(path, "cuctx::Module::cachedFile");
+    return cached(context, image, options, path.string());
+}
+
+std::size_t Module::cacheSize(const Context& context)
+{
+    return detail::moduleCacheSize(detail::checkedState(context, "cuctx::Module::cacheSize"));
+}
+
+void Module::clearCache(const Context& context)
+{
+    detail::clearModuleCache(detail::checkedState(context, "cuctx::Module::clearCache"));
+}
+
+Function Module::function(std::string_view name) const
+{
+    ModuleState& s = state("cuctx::Module::function");
+    const std::string wanted(name);
+    CUfunction f = nullptr;
+    ContextGuard guard(context_);
+    const CUresult r = detail::api().cuModuleGetFunction(&f, s.module, wanted.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) {
+        std::string known;
+        try {
+            for (const std::string& k : kernelNames())
+                known += (known.empty() ? "" : ", ") + k;
+        } catch (const Error&) {
+            known = "(the driver cannot list them before CUDA 12.4)";
+        }
+        detail::throwDriverError(r, "cuModuleGetFunction", detail::moduleSubject(*s.context, s.label),
+                                 std::source_location::current(),
+                                 "no kernel named '" + wanted + "' in " + imageKindName(s.kind) + " '" + s.label +
+                                     "'; its kernels: " + (known.empty() ? "none" : known),
+                                 "C++ kernels have mangled names unless declared extern \"C\"");
+    }
+    detail::check(r, "cuModuleGetFunction", detail::moduleSubject(*s.context, wanted));
+    return detail::makeFunction(context_, state_, f, wanted, s.label);
+}
+
+std::vector<std::string> Module::kernelNames() const
+{
+    ModuleState& s = state("cuctx::Module::kernelNames");
+    const detail::DriverApi& d = detail::api();
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuModuleGetFunctionCount), "cuModuleGetFunctionCount");
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuFuncGetName), "cuFuncGetName");
+    ContextGuard guard(context_);
+    const detail::Subject subject = detail::moduleSubject(*s.context, s.label);
+    unsigned count = 0;
+    detail::check(d.cuModuleGetFunctionCount(&count, s.module), "cuModuleGetFunctionCount", subject);
+    std::vector<CUfunction> functions(count);
+    if (count != 0)
+        detail::check(d.cuModuleEnumerateFunctions(functions.data(), count, s.module), "cuModuleEnumerateFunctions",
+                      subject);
+    std::vector<std::string> names;
+    for (CUfunction f : functions) {
+        const char* n = nullptr;
+        detail::check(d.cuFuncGetName(&n, f), "cuFuncGetName", subject);
+        names.emplace_back(n != nullptr ? n : "");
+    }
+    return names;
+}
+
+ModuleGlobal Module::global(std::string_view name) const
+{
+    ModuleState& s = state("cuctx::Module::global");
+    const std::string wanted(name);
+    ModuleGlobal g;
+    ContextGuard guard(context_);
+    const CUresult r = detail::api().cuModuleGetGlobal(&g.address, &g.bytes, s.module, wanted.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND)
+        detail::throwDriverError(r, "cuModuleGetGlobal", detail::moduleSubject(*s.context, s.label),
+                                 std::source_location::current(),
+                                 "no global variable named '" + wanted + "' in '" + s.label + "'",
+                                 "C++ variables have mangled names unless declared extern \"C\"");
+    detail::check(r, "cuModuleGetGlobal", detail::moduleSubject(*s.context, wanted));
+    return g;
+}
+
+void Module::loadAllKernels() const
+{
+    ModuleState& s = state("cuctx::Module::loadAllKernels");
+    const detail::DriverApi& d = detail::api();
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuFuncLoad), "cuFuncLoad");
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuModuleGetFunctionCount), "cuModuleGetFunctionCount");
+    ContextGuard guard(context_);
+    const detail::Subject subject = detail::moduleSubject(*s.context, s.label);
+    unsigned count = 0;
+    detail::check(d.cuModuleGetFunctionCount(&count, s.module), "cuModuleGetFunctionCount", subject);
+    std::vector<CUfunction> functions(count);
+    if (count != 0)
+        detail::check(d.cuModuleEnumerateFunctions(functions.data(), count, s.module), "cuModuleEnumerateFunctions",
+                      subject);
+    for (CUfunction f : functions)
+        detail::check(d.cuFuncLoad(f), "cuFuncLoad", subject);
+}
+
+ModuleLoadingMode Module::loadingMode()
+{
+    const detail::DriverApi& d = detail::api();
+    if (d.cuModuleGetLoadingMode == nullptr)
+        return ModuleLoadingMode::unknown;
+    CUmoduleLoadingMode mode{};
+    detail::check(d.cuModuleGetLoadingMode(&mode), "cuModuleGetLoadingMode");
+    switch (mode) {
+    case CU_MODULE_LAZY_LOADING: return ModuleLoadingMode::lazy;
+    case CU_MODULE_EAGER_LOADING: return ModuleLoadingMode::eager;
+    }
+    return ModuleLoadingMode::unknown;
+}
+
+long Module::loadedCount() noexcept
+{
+    return detail::g_loadedModules.load(std::memory_order_relaxed);
+}
+
+ImageKind Module::kind() const
+{
+    return state("cuctx::Module::kind").kind;
+}
+
+const std::string& Module::label() const
+{
+    return state("cuctx::Module::label").label;
+}
+
+const std::string& Module::infoLog() const
+{
+    return state("cuctx::Module::infoLog").infoLog;
+}
+
+double Module::loadMilliseconds() const
+{
+    return state("cuctx::Module::loadMilliseconds").loadMilliseconds;
+}
+
+const Context& Module::context() const
+{
+    (void)state("cuctx::Module::context");
+    return context_;
+}
+
+CUmodule Module::native() const
+{
+    return state("cuctx::Module::native").module;
+}
+
+} // namespace cuctx

@@ -1,0 +1,45 @@
+#pragma once
+
+// What the parts of the fake driver share (fake_driver.cpp: contexts and stacks; fake_modules.cpp:
+// modules, kernels, launches, memory).
+
+#include <cuda.h>
+
+#include <atomic>
+#include <span>
+
+namespace fake {
+
+struct FakeContext {
+    unsigned long long id;
+    int device;
+    unsigned flags;
+    bool primary;
+    std::atomic<bool> destroyed{false};
+};
+
+/// Counts the call, applies injected failures and the fork/initialisation rules; CUDA_SUCCESS to go on.
+CUresult enter(const char* name, bool needsInit = true);
+/// This thread's current context, or nullptr.
+FakeContext* top();
+/// The current context for calls that need one; 201 without, 709 if it was destroyed.
+CUresult currentForWork(FakeContext** out);
+
+struct Export {
+    const char* symbol;
+    int version; // the CUDA version that introduced this ABI
+    void* function;
+};
+
+std::span<const Export> moduleExports();
+void resetModules(); // under cuctx_fake_reset
+
+} // namespace fake
+
+#define FAKE_ENTER(...)                                                                            \
+    do {                                                                                           \
+        if (CUresult entered_ = ::fake::enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)              \
+            return entered_;                                                                       \
+    } while (0)
+
+#define FAKE_EXPORT(symbol, version, fn) ::fake::Export{symbol, version, reinterpret_cast<void*>(&fn)}

@@ -1,0 +1,355 @@
+// Module, Function, launches and the module cache. Runs in both suites: on the fake driver, which
+// reads the PTX's declarations, and on the real driver, which compiles it.
+
+#include "driver_helpers.hpp"
+#include "module_helpers.hpp"
+
+#include "cuctx/context.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/error.hpp"
+#include "cuctx/launch.hpp"
+#include "cuctx/module.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <vector>
+
+using cuctx::Context;
+using cuctx::ContextGuard;
+using cuctx::Device;
+using cuctx::Errc;
+using cuctx::Module;
+using cuctx::test::raw;
+using cuctx::test::rawCurrent;
+using cuctx::test::readText;
+using cuctx::test::testPtxPath;
+
+namespace {
+
+std::string kernelsPtx()
+{
+    return readText(testPtxPath());
+}
+
+template <typename F>
+cuctx::Error errorOf(F&& f)
+{
+    try {
+        f();
+    } catch (const cuctx::Error& e) {
+        return e;
+    }
+    FAIL("no cuctx::Error was thrown");
+    throw std::logic_error("unreachable");
+}
+
+bool contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a PTX module loads from memory and from a file, and lists its kernels", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const long before = Module::loadedCount();
+    {
+        Module fromMemory = Module::fromPtx(ctx, kernelsPtx(), {}, "kernels");
+        CHECK(fromMemory.kind() == cuctx::ImageKind::ptx);
+        CHECK(fromMemory.label() == "kernels");
+        CHECK(fromMemory.native() != nullptr);
+        std::vector<std::string> names = fromMemory.kernelNames();
+        std::sort(names.begin(), names.end());
+        CHECK(names == std::vector<std::string>{"bump", "empty", "scale"});
+
+        Module fromFile = Module::fromFile(ctx, testPtxPath());
+        CHECK(fromFile.label() == testPtxPath().string());
+        CHECK(fromFile.native() != fromMemory.native()); // uncached: two loads
+        CHECK(Module::loadedCount() == before + 2);
+        CHECK(rawCurrent() == nullptr); // loading entered the context and left it
+    }
+    CHECK(Module::loadedCount() == before);
+}
+
+TEST_CASE("a kernel reports its parameters, attributes and occupancy", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Module m = Module::fromPtx(ctx, kernelsPtx());
+    cuctx::Function scale = m.function("scale");
+    CHECK(scale.name() == "scale");
+    REQUIRE(scale.parameters().has_value());
+    const auto& params = *scale.parameters();
+    REQUIRE(params.size() == 4);
+    CHECK(params[0].bytes == 8);
+    CHECK(params[1].bytes == 8);
+    CHECK(params[2].bytes == 4);
+    CHECK(params[3].bytes == 4);
+    CHECK(params[1].offset == 8);
+    CHECK(params[3].offset == 20);
+    CHECK(m.function("empty").parameters()->empty());
+
+    const cuctx::FunctionAttributes a = scale.attributes();
+    CHECK(a.maxThreadsPerBlock >= 128);
+    CHECK(a.registers > 0);
+    CHECK(a.binaryVersion >= 50);
+    CHECK(scale.maxActiveBlocksPerMultiprocessor(256) >= 1);
+    const cuctx::BlockSizeSuggestion s = scale.maxPotentialBlockSize();
+    CHECK(s.blockSize > 0);
+    CHECK(s.blockSize <= a.maxThreadsPerBlock);
+    CHECK(s.minGridSize > 0);
+    scale.setMaxDynamicSharedMemory(16384);
+    CHECK(scale.attributes().maxDynamicSharedBytes == 16384);
+    scale.setCachePreference(cuctx::CachePreference::shared);
+}
+
+TEST_CASE("a module global has an address and a size", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Module m = Module::fromPtx(ctx, kernelsPtx());
+    const cuctx::ModuleGlobal g = m.global("counter");
+    CHECK(g.address != 0);
+    CHECK(g.bytes == 4);
+    const cuctx::Error e = errorOf([&] { (void)m.global("nothing"); });
+    CHECK(e.result() == CUDA_ERROR_NOT_FOUND);
+    CHECK(contains(e.what(), "nothing"));
+}
+
+TEST_CASE("malformed PTX fails with the JIT's log in the error and leaves nothing loaded", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const long before = Module::loadedCount();
+    const cuctx::Error e = errorOf([&] { (void)Module::fromPtx(ctx, cuctx::test::malformedPtx(), {}, "broken.ptx"); });
+    CHECK(e.result() == CUDA_ERROR_INVALID_PTX);
+    CHECK(e.call() == "cuModuleLoadDataEx");
+    CHECK(contains(e.what(), "bogus"));      // the JIT's own words
+    CHECK(contains(e.what(), "broken.ptx")); // the label
+    CHECK(contains(e.object(), "device 0"));
+    CHECK(Module::loadedCount() == before);
+    CHECK(rawCurrent() == nullptr);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == 0);
+#endif
+}
+
+TEST_CASE("bad images and names give errors that say what is wrong", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const long before = Module::loadedCount();
+    SECTION("a missing file")
+    {
+        const cuctx::Error e = errorOf([&] { (void)Module::fromFile(ctx, "/nonexistent/kernels.ptx"); });
+        CHECK(e.condition() == Errc::invalid_argument);
+        CHECK(contains(e.what(), "/nonexistent/kernels.ptx"));
+        CHECK(contains(e.what(), "no such file"));
+    }
+    SECTION("an empty buffer")
+    {
+        const cuctx::Error e = errorOf([&] { (void)Module::fromImage(ctx, {}, {}, "empty"); });
+        CHECK(e.condition() == Errc::invalid_argument);
+        CHECK(contains(e.what(), "empty"));
+    }
+    SECTION("bytes that are no image")
+    {
+        const std::string junk = "this is not a kernel";
+        const cuctx::Error e = errorOf([&] { (void)Module::fromPtx(ctx, junk, {}, "junk"); });
+        CHECK(e.condition() == Errc::invalid_argument);
+        CHECK(contains(e.what(), "not PTX"));
+    }
+    SECTION("a kernel the module does not have: the error lists those it has")
+    {
+        Module m = Module::fromPtx(ctx, kernelsPtx(), {}, "kernels");
+        const cuctx::Error e = errorOf([&] { (void)m.function("scal"); });
+        CHECK(e.result() == CUDA_ERROR_NOT_FOUND);
+        CHECK(contains(e.what(), "'scal'"));
+        CHECK(contains(e.what(), "scale"));
+        CHECK(contains(e.what(), "empty"));
+        CHECK(contains(e.what(), "extern \"C\""));
+    }
+    CHECK(Module::loadedCount() == before);
+    CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("JIT options reach the driver, and the info log is kept on the module", "[module][jit]")
+{
+    Context ctx = Context::create(Device::get(0));
+    cuctx::JitOptions o;
+    o.optimizationLevel = 2;
+    o.maxRegisters = 64;
+    o.lineInfo = true;
+    o.verboseLog = true; // the JIT then reports resource use
+    Module m = Module::fromPtx(ctx, kernelsPtx(), o);
+    CHECK_FALSE(m.infoLog().empty());
+    Module again = Module::fromPtx(ctx, kernelsPtx(), o);
+    // Fresh option arrays: the second load's log is whole too (the JIT's timings in it may differ).
+    CHECK(again.infoLog().size() * 10 > m.infoLog().size() * 9);
+    cuctx::JitOptions bad;
+    bad.optimizationLevel = 7;
+    const cuctx::Error e = errorOf([&] { (void)Module::fromPtx(ctx, kernelsPtx(), bad); });
+    CHECK(e.condition() == Errc::invalid_argument);
+    CHECK(contains(e.what(), "optimizationLevel"));
+}
+
+TEST_CASE("loadAllKernels loads every kernel at load time", "[module]")
+{
+    Context ctx = Context::create(Device::get(0));
+    cuctx::JitOptions eager;
+    eager.loadAllKernels = true;
+    Module m = Module::fromPtx(ctx, kernelsPtx(), eager);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_calls("cuFuncLoad") >= 3);
+#endif
+    CHECK(m.function("scale").native() != nullptr);
+}
+
+TEST_CASE("the last handle unloads the module in its context, on whichever thread drops it", "[module]")
+{
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    const long before = Module::loadedCount();
+    auto* module = new Module(Module::fromPtx(a, kernelsPtx()));
+    cuctx::Function f = module->function("scale");
+    delete module; // the Function still holds it
+    CHECK(Module::loadedCount() == before + 1);
+    std::thread other([&] {
+        ContextGuard g(b); // another context current there
+        f = cuctx::Function();
+        CHECK(rawCurrent() == b.native()); // the unload entered a and left it
+    });
+    other.join();
+    CHECK(Module::loadedCount() == before);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == 0);
+#endif
+}
+
+TEST_CASE("launch checks arguments against the kernel's parameters", "[launch]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Module m = Module::fromPtx(ctx, kernelsPtx(), {}, "kernels");
+    cuctx::Function scale = m.function("scale");
+    const CUdeviceptr out = 0, in = 0;
+    const cuctx::LaunchConfig config{.grid = {1, 1, 1}, .block = {32, 1, 1}};
+    SECTION("too few arguments")
+    {
+        const cuctx::Error e = errorOf([&] { cuctx::launch(scale, config, out, in, 2.0f); });
+        CHECK(e.condition() == Errc::invalid_argument);
+        CHECK(contains(e.what(), "takes 4 parameters, 3 arguments"));
+    }
+    SECTION("a double where the kernel takes a float")
+    {
+        const cuctx::Error e = errorOf([&] { cuctx::launch(scale, config, out, in, 2.0, 1u); });
+        CHECK(contains(e.what(), "argument 2 of kernel 'scale' is 8 bytes"));
+        CHECK(contains(e.what(), "4 bytes"));
+    }
+    SECTION("a block larger than the device allows names the shape")
+    {
+        const cuctx::LaunchConfig huge{.grid = {1, 1, 1}, .block = {4096, 1, 1}};
+        const cuctx::Error e = errorOf([&] { cuctx::launch(m.function("empty"), huge); });
+        CHECK(e.result() == CUDA_ERROR_INVALID_VALUE);
+        CHECK(contains(e.what(), "block (4096, 1, 1)"));
+    }
+    SECTION("an empty function")
+    {
+        const cuctx::Error e = errorOf([&] { cuctx::launch(cuctx::Function(), config); });
+        CHECK(e.condition() == Errc::invalid_argument);
+    }
+    CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("a launch enters the kernel's context and leaves the stack as it was", "[launch]")
+{
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    Module m = Module::fromPtx(a, kernelsPtx());
+    cuctx::Function empty = m.function("empty");
+    ContextGuard g(b);
+    cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}});
+    CHECK(rawCurrent() == b.native());
+    a.synchronize();
+}
+
+TEST_CASE("the module cache loads an image once per context and options", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const std::string ptx = kernelsPtx();
+    const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
+    const long before = Module::loadedCount();
+    Module first = Module::cached(ctx, bytes, {}, "kernels");
+    const std::string copy = ptx; // another buffer, the same content
+    Module second = Module::cached(ctx, std::as_bytes(std::span(copy.data(), copy.size())));
+    CHECK(first.native() == second.native());
+    cuctx::JitOptions o2;
+    o2.optimizationLevel = 1;
+    Module other = Module::cached(ctx, bytes, o2);
+    CHECK(other.native() != first.native()); // other options, other code
+    cuctx::JitOptions bigLog;
+    bigLog.logBytes = 1 << 20;
+    CHECK(Module::cached(ctx, bytes, bigLog).native() == first.native()); // logs change no code
+    Context ctx2 = Context::create(Device::get(0));
+    CHECK(Module::cached(ctx2, bytes).native() != first.native()); // per context
+    CHECK(Module::cacheSize(ctx) == 2);
+    CHECK(Module::loadedCount() == before + 3);
+
+    Module::clearCache(ctx);
+    CHECK(Module::cacheSize(ctx) == 0);
+    CHECK(Module::loadedCount() == before + 3); // still held by the handles above
+    CHECK(Module::cached(ctx, bytes).native() != nullptr);
+}
+
+TEST_CASE("a context's destruction unloads what its cache holds", "[cache]")
+{
+    const long before = Module::loadedCount();
+    {
+        Context ctx = Context::create(Device::get(0));
+        const std::string ptx = kernelsPtx();
+        (void)Module::cached(ctx, std::as_bytes(std::span(ptx.data(), ptx.size())));
+        CHECK(Module::loadedCount() == before + 1); // the cache keeps it
+    }
+    CHECK(Module::loadedCount() == before);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == 0);
+#endif
+}
+
+TEST_CASE("16 threads racing to load one image load it once", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const std::string ptx = kernelsPtx();
+    const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
+    const long before = Module::loadedCount();
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const long loadsBefore = cuctx_fake_calls("cuModuleLoadDataEx");
+#endif
+    constexpr int kThreads = 16;
+    std::barrier start(kThreads);
+    std::vector<CUmodule> seen(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            start.arrive_and_wait();
+            seen[static_cast<std::size_t>(t)] = Module::cached(ctx, bytes, {}, "raced").native();
+        });
+    for (auto& th : threads)
+        th.join();
+    CHECK(std::set<CUmodule>(seen.begin(), seen.end()).size() == 1);
+    CHECK(seen[0] != nullptr);
+    CHECK(Module::loadedCount() == before + 1);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_calls("cuModuleLoadDataEx") == loadsBefore + 1);
+#endif
+}
+
+TEST_CASE("a failed cached load is not cached: the next request tries again", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const std::string bad = cuctx::test::malformedPtx();
+    const auto bytes = std::as_bytes(std::span(bad.data(), bad.size()));
+    CHECK_THROWS_AS(Module::cached(ctx, bytes), cuctx::Error);
+    CHECK_THROWS_AS(Module::cached(ctx, bytes), cuctx::Error);
+    CHECK(Module::cacheSize(ctx) == 0);
+}
