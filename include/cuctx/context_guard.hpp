@@ -98,7 +98,7 @@ public:
 
 private:
     void enter(const Context& context, bool verify);
-    void leave() noexcept;
+    [[gnu::cold]] void leave() noexcept; // misuse, a forked child, trace level
 
     // The guard's entry in cuctx's record of this thread's stack: kind `guard` when it pushed (then
     // linked), `elided` when its context was already current.

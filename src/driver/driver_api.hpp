@@ -54,6 +54,39 @@ namespace cuctx::detail {
     X(cuMemcpyHtoD, cuMemcpyHtoD, 3020, Required)                                                 \
     X(cuMemcpyDtoH, cuMemcpyDtoH, 3020, Required)                                                 \
     X(cuMemsetD32, cuMemsetD32, 3020, Required)                                                   \
+    X(cuMemcpyDtoD, cuMemcpyDtoD, 3020, Required)                                                 \
+    X(cuMemsetD8, cuMemsetD8, 3020, Required)                                                     \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, 3020, Required)                                       \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, Required)                                       \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, 3020, Required)                                       \
+    X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 4000, Required)                                       \
+    X(cuMemsetD32Async, cuMemsetD32Async, 3020, Required)                                         \
+    X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 5050, Required)                     \
+    X(cuStreamDestroy, cuStreamDestroy, 4000, Required)                                           \
+    X(cuStreamSynchronize, cuStreamSynchronize, 2000, Required)                                   \
+    X(cuStreamQuery, cuStreamQuery, 2000, Required)                                               \
+    X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, Required)                                       \
+    X(cuStreamGetPriority, cuStreamGetPriority, 5050, Required)                                   \
+    X(cuStreamGetFlags, cuStreamGetFlags, 5050, Required)                                         \
+    X(cuLaunchHostFunc, cuLaunchHostFunc, 10000, Required)                                        \
+    X(cuEventCreate, cuEventCreate, 2000, Required)                                               \
+    X(cuEventDestroy, cuEventDestroy, 4000, Required)                                             \
+    X(cuEventRecord, cuEventRecord, 2000, Required)                                               \
+    X(cuEventQuery, cuEventQuery, 2000, Required)                                                 \
+    X(cuEventSynchronize, cuEventSynchronize, 2000, Required)                                     \
+    X(cuEventElapsedTime_v2, cuEventElapsedTime, 12080, Optional)                                 \
+    X(cuEventElapsedTime_v1, cuEventElapsedTime, 2000, Optional)                                   \
+    X(cuCtxRecordEvent, cuCtxRecordEvent, 12050, Optional)                                        \
+    X(cuCtxWaitEvent, cuCtxWaitEvent, 12050, Optional)                                            \
+    X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 4000, Required)                               \
+    X(cuDeviceGetP2PAttribute, cuDeviceGetP2PAttribute, 8000, Required)                           \
+    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, Required)                               \
+    X(cuCtxDisablePeerAccess, cuCtxDisablePeerAccess, 4000, Required)                             \
+    X(cuIpcGetEventHandle, cuIpcGetEventHandle, 4010, Required)                                   \
+    X(cuIpcOpenEventHandle, cuIpcOpenEventHandle, 4010, Required)                                 \
+    X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, Required)                                       \
+    X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 11000, Required)                                    \
+    X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, Required)                                   \
     X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)                            \
     X(cuModuleLoad, cuModuleLoad, 2000, Required)                                                 \
     X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, Required)                                     \

@@ -2,6 +2,7 @@
 
 #include "cuctx/context_guard.hpp"
 
+#include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
@@ -20,31 +21,6 @@ using detail::ModuleState;
 
 namespace detail {
 namespace {
-
-// Runs `call` (a driver call returning CUresult) with `context` current, from a destructor: no
-// cuctx record is touched, nothing throws; failures are logged.
-template <typename Call>
-void inContextForCleanup(ContextState& context, const char* what, Call call) noexcept
-{
-    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
-    if (d == nullptr)
-        return; // a forked child: the driver refuses everything, and the parent still owns it
-    const bool current = t_top.state == &context;
-    if (!current) {
-        if (const CUresult r = d->cuCtxPushCurrent(context.handle); r != CUDA_SUCCESS) {
-            logError("{}: cuCtxPushCurrent of {} failed with {}", what, describeContext(context), resultName(r));
-            return;
-        }
-    }
-    if (const CUresult r = call(*d); r != CUDA_SUCCESS)
-        logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r), static_cast<int>(r));
-    if (!current) {
-        CUcontext popped = nullptr;
-        if (const CUresult r = d->cuCtxPopCurrent(&popped); r != CUDA_SUCCESS || popped != context.handle)
-            logError("{}: popping {} after the call gave {} and {}", what, describeContext(context), resultName(r),
-                     static_cast<const void*>(popped));
-    }
-}
 
 std::string withLog(std::string detail, const std::string& log)
 {

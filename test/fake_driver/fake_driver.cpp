@@ -719,9 +719,11 @@ extern "C" {
     for (const Export& e : kExports)
         if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
             best = &e;
-    for (const Export& e : moduleExports())
-        if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
-            best = &e;
+    for (std::span<const Export> table : {moduleExports(), streamExports()})
+        for (const Export& e : table)
+            if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion &&
+                (best == nullptr || e.version > best->version))
+                best = &e;
     if (best == nullptr) {
         if (found != nullptr)
             *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;

@@ -45,3 +45,14 @@ int cuctx_fake_live_modules();
 int cuctx_fake_last_jit_option(int option, unsigned long long* value);
 
 } // extern "C"
+
+extern "C" {
+
+/// Streams and events created and not yet destroyed.
+int cuctx_fake_live_streams();
+int cuctx_fake_live_events();
+
+/// Device memory allocated (cuMemAlloc) and not yet freed.
+int cuctx_fake_live_allocations();
+
+} // extern "C"

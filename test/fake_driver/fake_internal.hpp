@@ -32,6 +32,7 @@ struct Export {
 };
 
 std::span<const Export> moduleExports();
+std::span<const Export> streamExports();
 void resetModules(); // under cuctx_fake_reset
 
 } // namespace fake

@@ -547,6 +547,13 @@ int cuctx_fake_live_modules()
     return static_cast<int>(m.live.size());
 }
 
+int cuctx_fake_live_allocations()
+{
+    Modules& m = modules();
+    std::lock_guard lock(m.mutex);
+    return static_cast<int>(m.allocations.size());
+}
+
 int cuctx_fake_last_jit_option(int option, unsigned long long* value)
 {
     Modules& m = modules();

@@ -1,0 +1,93 @@
+#pragma once
+
+// cuctx::DeviceBuffer: device memory of one context (cuMemAlloc). Move-only RAII; copies are
+// thread-safe as the driver's are.
+
+#include "cuctx/context.hpp"
+#include "cuctx/ipc_handle.hpp"
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace cuctx {
+
+class Stream;
+
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default; ///< empty
+    DeviceBuffer(const Context& context, std::size_t bytes);
+    DeviceBuffer(DeviceBuffer&& other) noexcept;
+    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+    ~DeviceBuffer(); ///< frees in its context; never throws
+
+    explicit operator bool() const noexcept { return address_ != 0; }
+
+    /// Host to device and back, synchronously, at `offset` bytes; out-of-range copies are errors.
+    void upload(const void* source, std::size_t bytes, std::size_t offset = 0) const;
+    void download(void* destination, std::size_t bytes, std::size_t offset = 0) const;
+    /// The same, queued on `stream` (for overlap, the host memory should be page-locked).
+    void uploadAsync(const void* source, std::size_t bytes, const Stream& stream, std::size_t offset = 0) const;
+    void downloadAsync(void* destination, std::size_t bytes, const Stream& stream, std::size_t offset = 0) const;
+    /// Copies all of `source` (no larger than this) here, on `stream`: a plain device copy in one
+    /// context, a peer copy (cuMemcpyPeerAsync) between two, on one device or two.
+    void copyFrom(const DeviceBuffer& source, const Stream& stream) const;
+    /// Sets every 32-bit word, synchronously or on `stream`.
+    void fill32(unsigned value) const;
+    void fill32(unsigned value, const Stream& stream) const;
+
+    template <typename T>
+    void upload(std::span<const T> values) const
+    {
+        upload(values.data(), values.size_bytes());
+    }
+    template <typename T>
+    std::vector<T> download() const
+    {
+        std::vector<T> values(bytes_ / sizeof(T));
+        download(values.data(), values.size() * sizeof(T));
+        return values;
+    }
+
+    /// The handle another process opens with IpcMemory (cuIpcGetMemHandle).
+    IpcMemHandle ipcHandle() const;
+
+    CUdeviceptr address() const noexcept { return address_; }
+    std::size_t bytes() const noexcept { return bytes_; }
+    const Context& context() const;
+
+private:
+    void reset() noexcept;
+    void checkRange(const char* call, std::size_t bytes, std::size_t offset) const;
+
+    Context context_;
+    CUdeviceptr address_ = 0;
+    std::size_t bytes_ = 0;
+};
+
+/// Another process's device memory, mapped into a context of this one (cuIpcOpenMemHandle);
+/// unmapped when it goes. Move-only RAII.
+class IpcMemory {
+public:
+    IpcMemory() = default;
+    IpcMemory(const Context& context, const IpcMemHandle& handle);
+    IpcMemory(IpcMemory&& other) noexcept;
+    IpcMemory& operator=(IpcMemory&& other) noexcept;
+    ~IpcMemory();
+
+    void download(void* destination, std::size_t bytes, std::size_t offset = 0) const;
+    CUdeviceptr address() const noexcept { return address_; }
+    std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+    void reset() noexcept;
+
+    Context context_;
+    CUdeviceptr address_ = 0;
+    std::size_t bytes_ = 0;
+};
+
+} // namespace cuctx

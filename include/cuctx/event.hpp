@@ -1,0 +1,65 @@
+#pragma once
+
+// cuctx::Event: a CUDA event of one context. Move-only RAII; recording and waiting are thread-safe
+// (as the driver is), moving or destroying it must not race with its use.
+
+#include "cuctx/context.hpp"
+#include "cuctx/ipc_handle.hpp"
+
+#include <cuda.h>
+
+namespace cuctx {
+
+class Stream;
+
+struct EventOptions {
+    /// Timing costs a little on every record; leave it off unless elapsedMilliseconds is wanted.
+    bool timing = false;
+    /// CU_EVENT_BLOCKING_SYNC: synchronize() sleeps instead of spinning.
+    bool blockingSync = false;
+    /// CU_EVENT_INTERPROCESS, to share the event with another process (ipcHandle). Needs timing
+    /// off. Not needed to wait on the event from another context or device of this process.
+    bool interprocess = false;
+};
+
+class Event {
+public:
+    Event() = default; ///< empty
+    explicit Event(const Context& context, const EventOptions& options = {});
+    Event(Event&& other) noexcept;
+    Event& operator=(Event&& other) noexcept;
+    ~Event(); ///< never throws
+
+    explicit operator bool() const noexcept { return event_ != nullptr; }
+
+    /// Captures the work queued on `stream` so far.
+    void record(const Stream& stream) const;
+    /// Captures all work queued in `context` so far, on every stream (cuCtxRecordEvent, CUDA 12.5+).
+    void recordContext(const Context& context) const;
+    /// Makes all work queued in `context` from now on wait for this event (cuCtxWaitEvent, 12.5+).
+    void waitInContext(const Context& context) const;
+    /// Whether the captured work is done.
+    bool ready() const;
+    void synchronize() const;
+    /// Milliseconds between two recorded timing events (cuEventElapsedTime).
+    static float elapsedMilliseconds(const Event& start, const Event& end);
+
+    /// The handle another process opens with Event::openIpc (the event must be interprocess).
+    IpcEventHandle ipcHandle() const;
+    /// Opens another process's interprocess event in `context`.
+    static Event openIpc(const Context& context, const IpcEventHandle& handle);
+
+    const Context& context() const;
+    CUevent native() const noexcept { return event_; }
+
+private:
+    void reset() noexcept;
+    void requireEvent(const char* call) const;
+
+    Context context_;
+    CUevent event_ = nullptr;
+    bool interprocess_ = false;
+    bool timing_ = false;
+};
+
+} // namespace cuctx

@@ -1,0 +1,36 @@
+#pragma once
+
+// cuctx::PeerAccess: which devices can reach each other's memory, and enabling that between
+// contexts. Thread-safe (static functions over the driver).
+
+#include "cuctx/context.hpp"
+#include "cuctx/device.hpp"
+
+#include <vector>
+
+namespace cuctx {
+
+/// cuDeviceCanAccessPeer and cuDeviceGetP2PAttribute from one device to another.
+struct PeerLink {
+    int from = 0;
+    int to = 0;
+    bool canAccess = false;       ///< cuDeviceCanAccessPeer
+    int performanceRank = 0;      ///< CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK (lower is faster)
+    bool accessSupported = false; ///< CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED
+    bool nativeAtomics = false;   ///< CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED
+    bool arrayAccess = false;     ///< CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED
+};
+
+class PeerAccess {
+public:
+    static PeerLink link(const Device& from, const Device& to);
+    /// Every ordered pair of distinct devices.
+    static std::vector<PeerLink> matrix();
+    /// Lets kernels of `from` access memory of `to`. Idempotent: already enabled is success.
+    /// Returns whether this call enabled it. An error when the devices cannot reach each other.
+    static bool enable(const Context& from, const Context& to);
+    /// The reverse; not enabled is success. Returns whether this call disabled it.
+    static bool disable(const Context& from, const Context& to);
+};
+
+} // namespace cuctx

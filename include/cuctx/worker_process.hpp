@@ -1,0 +1,39 @@
+#pragma once
+
+// cuctx::WorkerProcess: a child process started safely for CUDA work. A child made by fork() after
+// CUDA was initialised cannot use CUDA at all (driver-facts.md), so workers are started by exec
+// (posix_spawn): a fresh program that initialises CUDA itself. Move-only; thread-bound.
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cuctx {
+
+class WorkerProcess {
+public:
+    WorkerProcess() = default;
+    /// Starts `argv[0]` (searched in PATH) with `argv`, this environment plus `extraEnvironment`.
+    /// Throws Errc::invalid_argument naming the program when it cannot be started.
+    static WorkerProcess spawn(const std::vector<std::string>& argv,
+                               const std::map<std::string, std::string>& extraEnvironment = {});
+    WorkerProcess(WorkerProcess&& other) noexcept;
+    WorkerProcess& operator=(WorkerProcess&& other) noexcept;
+    /// Waits for a child that was not waited for (never leaves a zombie); never throws.
+    ~WorkerProcess();
+
+    /// Waits for the child; its exit status, or 128 + the signal that ended it.
+    int wait();
+    pid_t pid() const noexcept { return pid_; }
+
+    /// The program that is running now (/proc/self/exe), to start a copy of oneself as a worker.
+    static std::string selfExecutable();
+
+private:
+    explicit WorkerProcess(pid_t pid) noexcept : pid_(pid) {}
+    pid_t pid_ = -1;
+};
+
+} // namespace cuctx

@@ -1,0 +1,39 @@
+#pragma once
+
+// Driver calls made from destructors, which must run with a given context current and must not
+// throw: a failure is logged (there is nobody to tell), and the calling thread's stack is left as
+// it was, whatever cuctx's record of it says.
+
+#include "context/context_state.hpp"
+#include "driver/driver_state.hpp"
+#include "log.hpp"
+
+namespace cuctx::detail {
+
+// Runs `call` (a driver call returning CUresult) with `context` current, from a destructor: no
+// cuctx record is touched, nothing throws; failures are logged.
+template <typename Call>
+void inContextForCleanup(ContextState& context, const char* what, Call call) noexcept
+{
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d == nullptr)
+        return; // a forked child: the driver refuses everything, and the parent still owns it
+    CUcontext now = nullptr; // the driver's view, not cuctx's record: other code may have changed it
+    const bool current = d->cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == context.handle;
+    if (!current) {
+        if (const CUresult r = d->cuCtxPushCurrent(context.handle); r != CUDA_SUCCESS) {
+            logError("{}: cuCtxPushCurrent of {} failed with {}", what, describeContext(context), resultName(r));
+            return;
+        }
+    }
+    if (const CUresult r = call(*d); r != CUDA_SUCCESS)
+        logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r), static_cast<int>(r));
+    if (!current) {
+        CUcontext popped = nullptr;
+        if (const CUresult r = d->cuCtxPopCurrent(&popped); r != CUDA_SUCCESS || popped != context.handle)
+            logError("{}: popping {} after the call gave {} and {}", what, describeContext(context), resultName(r),
+                     static_cast<const void*>(popped));
+    }
+}
+
+} // namespace cuctx::detail

@@ -1,0 +1,183 @@
+#include "cuctx/event.hpp"
+
+#include "cuctx/context_guard.hpp"
+#include "cuctx/stream.hpp"
+
+#include "context/cleanup.hpp"
+#include "context/context_access.hpp"
+#include "driver/check.hpp"
+#include "driver/driver_state.hpp"
+
+#include <cstring>
+
+namespace cuctx {
+
+Event::Event(const Context& context, const EventOptions& options)
+    : context_(context), interprocess_(options.interprocess), timing_(options.timing)
+{
+    detail::ContextState& cs = detail::checkedState(context, "cuctx::Event");
+    if (options.interprocess && options.timing)
+        detail::throwError(Errc::invalid_argument, "cuctx::Event",
+                           "an interprocess event cannot record timing (the driver requires CU_EVENT_DISABLE_TIMING "
+                           "with CU_EVENT_INTERPROCESS)",
+                           "Set EventOptions::timing = false, or use a second, local event for timing",
+                           detail::subjectOf(cs));
+    unsigned flags = 0;
+    flags |= options.timing ? 0u : static_cast<unsigned>(CU_EVENT_DISABLE_TIMING);
+    flags |= options.blockingSync ? static_cast<unsigned>(CU_EVENT_BLOCKING_SYNC) : 0u;
+    flags |= options.interprocess ? static_cast<unsigned>(CU_EVENT_INTERPROCESS) : 0u;
+    ContextGuard guard(context);
+    detail::check(detail::api().cuEventCreate(&event_, flags), "cuEventCreate", detail::subjectOf(cs));
+}
+
+Event::Event(Event&& other) noexcept
+    : context_(std::move(other.context_)), event_(other.event_), interprocess_(other.interprocess_),
+      timing_(other.timing_)
+{
+    other.event_ = nullptr;
+}
+
+Event& Event::operator=(Event&& other) noexcept
+{
+    if (this != &other) {
+        reset();
+        context_ = std::move(other.context_);
+        event_ = other.event_;
+        interprocess_ = other.interprocess_;
+        timing_ = other.timing_;
+        other.event_ = nullptr;
+    }
+    return *this;
+}
+
+Event::~Event()
+{
+    reset();
+}
+
+void Event::reset() noexcept
+{
+    if (event_ != nullptr) {
+        CUevent e = event_;
+        detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuEventDestroy",
+                                    [e](const detail::DriverApi& d) { return d.cuEventDestroy(e); });
+        event_ = nullptr;
+    }
+    context_.reset();
+}
+
+void Event::requireEvent(const char* call) const
+{
+    if (event_ == nullptr)
+        detail::throwError(Errc::invalid_argument, call, "the Event is empty (default-constructed or moved from)",
+                           "Create one: cuctx::Event(context)");
+}
+
+void Event::record(const Stream& stream) const
+{
+    requireEvent("cuctx::Event::record");
+    if (!stream)
+        detail::throwError(Errc::invalid_argument, "cuctx::Event::record", "the Stream is empty");
+    ContextGuard guard(stream.context());
+    const CUresult r = detail::api().cuEventRecord(event_, stream.native());
+    if (r != CUDA_SUCCESS)
+        detail::throwDriverError(r, "cuEventRecord", detail::subjectOf(*detail::ContextAccess::state(stream.context())),
+                                 std::source_location::current(), "recording an event of " +
+                                     detail::describeContext(*detail::ContextAccess::state(context_)) +
+                                     " on a stream of " +
+                                     detail::describeContext(*detail::ContextAccess::state(stream.context())),
+                                 "An event is recorded on a stream of its own context; other contexts wait on it "
+                                 "with Stream::wait");
+}
+
+void Event::recordContext(const Context& context) const
+{
+    requireEvent("cuctx::Event::recordContext");
+    const detail::DriverApi& d = detail::api();
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxRecordEvent), "cuCtxRecordEvent");
+    detail::ContextState& cs = detail::checkedState(context, "cuctx::Event::recordContext");
+    detail::check(d.cuCtxRecordEvent(cs.handle, event_), "cuCtxRecordEvent", detail::subjectOf(cs));
+}
+
+void Event::waitInContext(const Context& context) const
+{
+    requireEvent("cuctx::Event::waitInContext");
+    const detail::DriverApi& d = detail::api();
+    detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxWaitEvent), "cuCtxWaitEvent");
+    detail::ContextState& cs = detail::checkedState(context, "cuctx::Event::waitInContext");
+    detail::check(d.cuCtxWaitEvent(cs.handle, event_), "cuCtxWaitEvent", detail::subjectOf(cs));
+}
+
+bool Event::ready() const
+{
+    requireEvent("cuctx::Event::ready");
+    ContextGuard guard(context_);
+    const CUresult r = detail::api().cuEventQuery(event_);
+    if (r == CUDA_ERROR_NOT_READY)
+        return false;
+    detail::check(r, "cuEventQuery", detail::subjectOf(*detail::ContextAccess::state(context_)));
+    return true;
+}
+
+void Event::synchronize() const
+{
+    requireEvent("cuctx::Event::synchronize");
+    ContextGuard guard(context_);
+    detail::check(detail::api().cuEventSynchronize(event_), "cuEventSynchronize",
+                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+}
+
+float Event::elapsedMilliseconds(const Event& start, const Event& end)
+{
+    start.requireEvent("cuctx::Event::elapsedMilliseconds");
+    end.requireEvent("cuctx::Event::elapsedMilliseconds");
+    if (!start.timing_ || !end.timing_)
+        detail::throwError(Errc::invalid_argument, "cuctx::Event::elapsedMilliseconds",
+                           "both events need timing (EventOptions::timing = true)");
+    const detail::DriverApi& d = detail::api();
+    const auto elapsed = d.cuEventElapsedTime_v2 != nullptr ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime_v1;
+    detail::requireEntry(reinterpret_cast<const void*>(elapsed), "cuEventElapsedTime");
+    float ms = 0;
+    ContextGuard guard(start.context_);
+    detail::check(elapsed(&ms, start.event_, end.event_), "cuEventElapsedTime",
+                  detail::subjectOf(*detail::ContextAccess::state(start.context_)));
+    return ms;
+}
+
+IpcEventHandle Event::ipcHandle() const
+{
+    requireEvent("cuctx::Event::ipcHandle");
+    if (!interprocess_)
+        detail::throwError(Errc::invalid_argument, "cuctx::Event::ipcHandle",
+                           "the event was not created interprocess",
+                           "Create it with EventOptions::interprocess = true (and timing off)");
+    CUipcEventHandle h{};
+    ContextGuard guard(context_);
+    detail::check(detail::api().cuIpcGetEventHandle(&h, event_), "cuIpcGetEventHandle",
+                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    IpcEventHandle out;
+    static_assert(sizeof h.reserved == sizeof out.bytes);
+    std::memcpy(out.bytes.data(), h.reserved, sizeof h.reserved);
+    return out;
+}
+
+Event Event::openIpc(const Context& context, const IpcEventHandle& handle)
+{
+    detail::ContextState& cs = detail::checkedState(context, "cuctx::Event::openIpc");
+    CUipcEventHandle h{};
+    std::memcpy(h.reserved, handle.bytes.data(), sizeof h.reserved);
+    Event e;
+    ContextGuard guard(context);
+    detail::check(detail::api().cuIpcOpenEventHandle(&e.event_, h), "cuIpcOpenEventHandle", detail::subjectOf(cs));
+    e.context_ = context;
+    e.interprocess_ = true;
+    return e;
+}
+
+const Context& Event::context() const
+{
+    requireEvent("cuctx::Event::context");
+    return context_;
+}
+
+} // namespace cuctx

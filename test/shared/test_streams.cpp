@@ -1,0 +1,250 @@
+// Streams, events, device buffers, SPMD workers and pipelines. Runs in both suites.
+
+#include "driver_helpers.hpp"
+
+#include "cuctx/context.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/device_buffer.hpp"
+#include "cuctx/error.hpp"
+#include "cuctx/event.hpp"
+#include "cuctx/pipeline.hpp"
+#include "cuctx/spmd.hpp"
+#include "cuctx/stream.hpp"
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+using cuctx::Context;
+using cuctx::DeviceBuffer;
+using cuctx::Device;
+using cuctx::Errc;
+using cuctx::Event;
+using cuctx::Stream;
+using cuctx::test::rawCurrent;
+
+namespace {
+
+struct LiveCounts {
+    int streams, events, allocations;
+};
+
+LiveCounts live()
+{
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    return {cuctx_fake_live_streams(), cuctx_fake_live_events(), cuctx_fake_live_allocations()};
+#else
+    return {0, 0, 0};
+#endif
+}
+
+void checkNothingLeft(const LiveCounts& before)
+{
+    const LiveCounts now = live();
+    CHECK(now.streams == before.streams);
+    CHECK(now.events == before.events);
+    CHECK(now.allocations == before.allocations);
+}
+
+std::vector<float> iota(std::size_t n, float start)
+{
+    std::vector<float> v(n);
+    std::iota(v.begin(), v.end(), start);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("a stream has its flags and priority, and leaves the caller's stack alone", "[stream]")
+{
+    const LiveCounts before = live();
+    {
+        Context ctx = Context::create(Device::get(0));
+        const auto range = ctx.streamPriorityRange();
+        Stream high(ctx, {.nonBlocking = true, .priority = range.greatest});
+        Stream plain(ctx, {.nonBlocking = false});
+        CHECK(high.priority() == range.greatest);
+        CHECK(high.nonBlocking());
+        CHECK_FALSE(plain.nonBlocking());
+        CHECK(high.context() == ctx);
+        CHECK(high.device().ordinal() == 0);
+        CHECK(rawCurrent() == nullptr);
+        high.synchronize();
+        CHECK(high.ready());
+        try {
+            Stream bad(ctx, {.priority = range.greatest - 1});
+            FAIL("a priority outside the range was accepted");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.condition() == Errc::invalid_argument);
+            CHECK(std::string(e.what()).find("outside this context's range") != std::string::npos);
+        }
+        Stream moved = std::move(high);
+        CHECK(moved.native() != nullptr);
+        CHECK_FALSE(high);
+        CHECK_THROWS_AS(high.synchronize(), cuctx::Error);
+    }
+    checkNothingLeft(before);
+}
+
+TEST_CASE("a host callback's exception is rethrown by the next synchronize, once", "[stream]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Stream s(ctx);
+    std::atomic<int> ran{0};
+    s.hostCallback([&] { ++ran; });
+    s.hostCallback([] { throw std::runtime_error("callback failed"); });
+    s.hostCallback([&] { ++ran; }); // later callbacks still run
+    CHECK_THROWS_WITH(s.synchronize(), "callback failed");
+    CHECK(ran == 2);
+    CHECK_NOTHROW(s.synchronize()); // reported once
+}
+
+TEST_CASE("events: flags are checked, cross-context waits are allowed, records must use the event's context",
+          "[stream]")
+{
+    const LiveCounts before = live();
+    {
+        Context a = Context::create(Device::get(0));
+        Context b = Context::create(Device::get(0));
+        Stream sa(a), sb(b);
+        Event done(a);
+        done.record(sa);
+        sb.wait(done); // an event of another context: fine (driver-facts.md)
+        sb.synchronize();
+        CHECK(done.ready());
+        done.synchronize();
+
+        try {
+            Event bad(a, {.timing = true, .interprocess = true});
+            FAIL("an interprocess timing event was created");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.condition() == Errc::invalid_argument);
+            CHECK(std::string(e.what()).find("CU_EVENT_DISABLE_TIMING") != std::string::npos);
+        }
+        try {
+            done.record(sb);
+            FAIL("an event of context a was recorded on a stream of context b");
+        } catch (const cuctx::Error& e) {
+            CHECK(std::string(e.what()).find("Stream::wait") != std::string::npos);
+        }
+        Event start(a, {.timing = true}), stop(a, {.timing = true});
+        start.record(sa);
+        stop.record(sa);
+        sa.synchronize();
+        CHECK(Event::elapsedMilliseconds(start, stop) >= 0.0f);
+        CHECK_THROWS_WITH(Event::elapsedMilliseconds(done, stop), Catch::Contains("timing"));
+        CHECK_THROWS_WITH(done.ipcHandle(), Catch::Contains("interprocess"));
+        Event shared(a, {.interprocess = true});
+        shared.record(sa);
+        const cuctx::IpcEventHandle h = shared.ipcHandle();
+        CHECK(cuctx::IpcEventHandle::parse(h.text()).bytes == h.bytes);
+        CHECK_THROWS_AS(cuctx::IpcEventHandle::parse("not hex"), cuctx::Error);
+    }
+    checkNothingLeft(before);
+}
+
+TEST_CASE("device buffers copy both ways, check their ranges, and copy between contexts", "[stream]")
+{
+    const LiveCounts before = live();
+    {
+        Context a = Context::create(Device::get(0));
+        Context b = Context::create(Device::get(0));
+        const std::vector<float> data = iota(1000, 1.0f);
+        DeviceBuffer x(a, data.size() * sizeof(float));
+        x.upload(std::span<const float>(data));
+        CHECK(x.download<float>() == data);
+        CHECK_THROWS_WITH(x.upload(data.data(), 8, x.bytes() - 4), Catch::Contains("do not fit"));
+        DeviceBuffer y(b, x.bytes());
+        Stream sb(b);
+        y.fill32(0, sb);
+        y.copyFrom(x, sb); // a peer copy: another context
+        sb.synchronize();
+        CHECK(y.download<float>() == data);
+        Stream sa(a);
+        DeviceBuffer z(a, x.bytes());
+        z.copyFrom(x, sa); // the same context
+        sa.synchronize();
+        CHECK(z.download<float>() == data);
+        CHECK_THROWS_WITH(z.uploadAsync(data.data(), 4, sb), Catch::Contains("the stream in"));
+        CHECK_THROWS_AS(DeviceBuffer(a, 0), cuctx::Error);
+        const cuctx::IpcMemHandle h = x.ipcHandle();
+        const cuctx::IpcMemHandle back = cuctx::IpcMemHandle::parse(h.text());
+        CHECK(back.bytes == h.bytes);
+        CHECK(back.size == x.bytes());
+        CHECK(rawCurrent() == nullptr);
+    }
+    checkNothingLeft(before);
+}
+
+TEST_CASE("SPMD: one worker per context, each with its context current, results in order", "[spmd]")
+{
+    std::vector<Context> contexts;
+    for (int i = 0; i < 4; ++i)
+        contexts.push_back(Context::create(Device::get(0)));
+    const std::vector<std::size_t> results =
+        cuctx::runOnEach(contexts, [](const Context& ctx, std::size_t index, std::stop_token) {
+            CHECK(rawCurrent() == ctx.native()); // bound for the worker's life
+            cuctx::ContextGuard g(ctx);          // so a guard is free
+            CHECK_FALSE(g.switched());
+            return index * 10;
+        });
+    CHECK(results == std::vector<std::size_t>{0, 10, 20, 30});
+    CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("SPMD: a failing worker's exception reaches the caller; the others are stopped and joined", "[spmd]")
+{
+    std::vector<Context> contexts;
+    for (int i = 0; i < 4; ++i)
+        contexts.push_back(Context::create(Device::get(0)));
+    std::atomic<int> stopped{0};
+    try {
+        cuctx::runOnEach(contexts, [&](const Context& ctx, std::size_t index, std::stop_token stop) {
+            DeviceBuffer scratch(ctx, 4096); // real work in the worker's context
+            if (index == 2)
+                throw std::runtime_error("worker 2 failed on " + std::to_string(ctx.id()));
+            while (!stop.stop_requested())
+                scratch.fill32(static_cast<unsigned>(index)); // until told to stop
+            ++stopped;
+        });
+        FAIL("the failure was not reported");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find("worker 2 failed") != std::string::npos);
+    }
+    CHECK(stopped == 3); // every other worker saw the stop and returned before runOnEach did
+}
+
+TEST_CASE("a pipeline over four contexts passes each item through every stage, chained by events", "[pipeline]")
+{
+    constexpr std::size_t n = 4096, items = 8;
+    std::vector<Context> contexts;
+    for (int i = 0; i < 4; ++i)
+        contexts.push_back(Context::create(Device::get(0)));
+    std::vector<std::vector<DeviceBuffer>> buffers(4); // per stage, per item
+    for (std::size_t s = 0; s < 4; ++s)
+        for (std::size_t i = 0; i < items; ++i)
+            buffers[s].emplace_back(contexts[s], n * sizeof(float));
+    std::vector<std::vector<float>> inputs, outputs(items, std::vector<float>(n));
+    for (std::size_t i = 0; i < items; ++i)
+        inputs.push_back(iota(n, static_cast<float>(i * n)));
+    std::vector<cuctx::Pipeline::Stage> stages;
+    stages.push_back({contexts[0], [&](const Stream& s, std::size_t item) {
+                          buffers[0][item].uploadAsync(inputs[item].data(), n * sizeof(float), s);
+                      }});
+    for (std::size_t st = 1; st < 3; ++st)
+        stages.push_back({contexts[st], [&, st](const Stream& s, std::size_t item) {
+                              buffers[st][item].copyFrom(buffers[st - 1][item], s); // across contexts
+                          }});
+    stages.push_back({contexts[3], [&](const Stream& s, std::size_t item) {
+                          buffers[3][item].copyFrom(buffers[2][item], s);
+                          buffers[3][item].downloadAsync(outputs[item].data(), n * sizeof(float), s);
+                      }});
+    cuctx::Pipeline pipeline(std::move(stages));
+    for (std::size_t i = 0; i < items; ++i)
+        pipeline.submit(i);
+    pipeline.synchronize();
+    for (std::size_t i = 0; i < items; ++i)
+        CHECK(outputs[i] == inputs[i]);
+    CHECK(rawCurrent() == nullptr);
+}

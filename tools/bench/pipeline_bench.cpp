@@ -1,0 +1,133 @@
+// cuctx-bench-pipeline: a pipeline of stages on different contexts chained by events (cuctx::Pipeline)
+// against the same stages with the host synchronising after each one, in the same run.
+//
+// Each of --stages contexts copies the previous stage's output (a peer copy between contexts) and
+// scales it with a kernel; --items items of --floats floats flow through. The kernels come from
+// test/data/kernels.ptx (CUCTX_BENCH_PTX overrides where it is).
+//
+// usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]
+
+#include "bench_common.hpp"
+#include "cuctx/cuctx.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace cuctx;
+using namespace cuctx::bench;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int stages = 4;
+    std::size_t items = 64;
+    std::size_t floats = 1 << 18;
+    int repeats = 5;
+    bool csv = false;
+};
+
+struct Setup {
+    std::vector<Context> contexts;
+    std::vector<Module> kernels;
+    std::vector<std::vector<DeviceBuffer>> received, computed; // [stage][item]
+};
+
+void stageWork(const Setup& s, std::size_t stage, const Stream& stream, std::size_t item, std::size_t floats)
+{
+    if (stage > 0)
+        s.received[stage][item].copyFrom(s.computed[stage - 1][item], stream);
+    const auto n = static_cast<unsigned>(floats);
+    launch(s.kernels[stage].function("scale"), {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1},
+                                                .stream = stream.native()},
+           s.computed[stage][item].address(), s.received[stage][item].address(), 1.0f, n);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto next = [&]() -> long { return i + 1 < argc ? std::atol(argv[++i]) : 0; };
+        if (arg == "--stages")
+            o.stages = static_cast<int>(next());
+        else if (arg == "--items")
+            o.items = static_cast<std::size_t>(next());
+        else if (arg == "--floats")
+            o.floats = static_cast<std::size_t>(next());
+        else if (arg == "--repeats")
+            o.repeats = static_cast<int>(next());
+        else if (arg == "--csv")
+            o.csv = true;
+        else {
+            std::fprintf(stderr, "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] "
+                                 "[--csv]\n");
+            return 2;
+        }
+    }
+    const auto status = Driver::status();
+    if (!status.loaded) {
+        std::fprintf(stderr, "cuctx-bench-pipeline: nothing to measure: %s\n", status.message.c_str());
+        return 77;
+    }
+    const char* ptxEnv = std::getenv("CUCTX_BENCH_PTX");
+    const std::string ptx = ptxEnv != nullptr && ptxEnv[0] != '\0' ? ptxEnv : CUCTX_BENCH_PTX;
+    const Device device = Device::get(0);
+    Setup s;
+    const std::size_t bytes = o.floats * sizeof(float);
+    for (int i = 0; i < o.stages; ++i) {
+        s.contexts.push_back(Context::create(Device::get(i % Device::count())));
+        s.kernels.push_back(Module::fromFile(s.contexts.back(), ptx));
+        s.received.emplace_back();
+        s.computed.emplace_back();
+        for (std::size_t item = 0; item < o.items; ++item) {
+            s.received.back().emplace_back(s.contexts.back(), bytes);
+            s.computed.back().emplace_back(s.contexts.back(), bytes);
+        }
+    }
+    for (std::size_t item = 0; item < o.items; ++item)
+        s.received[0][item].fill32(0x3f800000u); // 1.0f
+    std::vector<Pipeline::Stage> stages;
+    for (int i = 0; i < o.stages; ++i)
+        stages.push_back({s.contexts[static_cast<std::size_t>(i)], [&, i](const Stream& stream, std::size_t item) {
+                              stageWork(s, static_cast<std::size_t>(i), stream, item, o.floats);
+                          }});
+    Pipeline pipeline(std::move(stages));
+
+    double chained = 1e300, synced = 1e300;
+    for (int r = 0; r < o.repeats + 1; ++r) { // round 0 warms up (lazy kernel loading, first copies)
+        auto t0 = Clock::now();
+        for (std::size_t item = 0; item < o.items; ++item)
+            pipeline.submit(item);
+        pipeline.synchronize();
+        const double a = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        t0 = Clock::now();
+        for (std::size_t item = 0; item < o.items; ++item)
+            for (int i = 0; i < o.stages; ++i) {
+                stageWork(s, static_cast<std::size_t>(i), pipeline.stream(static_cast<std::size_t>(i)), item, o.floats);
+                pipeline.stream(static_cast<std::size_t>(i)).synchronize(); // the host waits for each stage
+            }
+        const double b = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (r > 0) {
+            chained = std::min(chained, a);
+            synced = std::min(synced, b);
+        }
+    }
+    char ra[32], rb[32];
+    std::snprintf(ra, sizeof ra, "%.2f ms", synced);
+    std::snprintf(rb, sizeof rb, "%.2f ms", chained);
+    if (!o.csv)
+        std::printf("cuctx-bench-pipeline: %s, %d stages on %d contexts, %zu items of %zu floats (best of %d);\n"
+                    "the first column synchronises the host after every stage, the second chains the stages by "
+                    "events\n\n",
+                    device.name().c_str(), o.stages, o.stages, o.items, o.floats, o.repeats);
+    print({Row{"pipeline: events vs host sync", ra, rb, synced / chained, "(faster is better)", chained <= synced}},
+          o.csv);
+    return 0;
+}
