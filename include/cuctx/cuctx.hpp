@@ -20,6 +20,7 @@
 #include "cuctx/launch.hpp"
 #include "cuctx/launch_config.hpp"
 #include "cuctx/library.hpp"
+#include "cuctx/live_objects.hpp"
 #include "cuctx/log.hpp"
 #include "cuctx/module.hpp"
 #include "cuctx/peer_access.hpp"

@@ -139,6 +139,9 @@ struct DriverEntry {
 /// The row of a DriverApi field ("cuCtxGetId"), or nullptr.
 const DriverEntry* findDriverEntry(const char* field) noexcept;
 
+/// Every row, in table order (for tests that walk the whole table).
+std::span<const DriverEntry> driverEntries() noexcept;
+
 /// "12.5" for 12050.
 std::string formatCudaVersion(int version);
 

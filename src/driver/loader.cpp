@@ -64,6 +64,11 @@ using GetProcAddress = PFN_cuGetProcAddress_v12000;
 
 } // namespace
 
+std::span<const DriverEntry> driverEntries() noexcept
+{
+    return kEntries;
+}
+
 const DriverEntry* findDriverEntry(const char* field) noexcept
 {
     for (const DriverEntry& e : kEntries)

@@ -6,6 +6,7 @@
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
+#include "live_counters.hpp"
 #include "log.hpp"
 #include "module/jit_marshal.hpp"
 #include "module/module_cache.hpp"
@@ -46,8 +47,6 @@ const char* loadHint(CUresult r)
     }
 }
 
-std::atomic<long> g_loadedModules{0};
-
 } // namespace
 
 ModuleState::~ModuleState()
@@ -56,7 +55,7 @@ ModuleState::~ModuleState()
         return;
     CUmodule m = module;
     inContextForCleanup(*context, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); });
-    g_loadedModules.fetch_sub(1, std::memory_order_relaxed);
+    g_liveModules.fetch_sub(1, std::memory_order_relaxed);
     logTrace("unloaded module {} from {}", label, describeContext(*context));
 }
 
@@ -96,7 +95,7 @@ std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const 
                                  jit.errorLog()),
                          loadHint(r));
     }
-    g_loadedModules.fetch_add(1, std::memory_order_relaxed);
+    g_liveModules.fetch_add(1, std::memory_order_relaxed);
     state->infoLog = jit.infoLog();
     logDebug("loaded {} '{}' into {} in {:.3f} ms", imageKindName(kind), label, describeContext(cs),
              state->loadMilliseconds);
@@ -285,7 +284,7 @@ ModuleLoadingMode Module::loadingMode()
 
 long Module::loadedCount() noexcept
 {
-    return detail::g_loadedModules.load(std::memory_order_relaxed);
+    return detail::g_liveModules.load(std::memory_order_relaxed);
 }
 
 ImageKind Module::kind() const

@@ -7,6 +7,7 @@
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
+#include "live_counters.hpp"
 
 #include <cstring>
 
@@ -47,6 +48,7 @@ DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_
         detail::throwDriverError(r, "cuMemAlloc", detail::subjectOf(cs), std::source_location::current(),
                                  "allocating " + std::to_string(bytes) + " bytes");
     }
+    detail::g_liveBuffers.fetch_add(1, std::memory_order_relaxed);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -80,6 +82,7 @@ void DeviceBuffer::reset() noexcept
         const CUdeviceptr p = address_;
         detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuMemFree",
                                     [p](const detail::DriverApi& d) { return d.cuMemFree(p); });
+        detail::g_liveBuffers.fetch_sub(1, std::memory_order_relaxed);
         address_ = 0;
     }
     bytes_ = 0;

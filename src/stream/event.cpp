@@ -7,6 +7,7 @@
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
+#include "live_counters.hpp"
 
 #include <cstring>
 
@@ -28,6 +29,7 @@ Event::Event(const Context& context, const EventOptions& options)
     flags |= options.interprocess ? static_cast<unsigned>(CU_EVENT_INTERPROCESS) : 0u;
     ContextGuard guard(context);
     detail::check(detail::api().cuEventCreate(&event_, flags), "cuEventCreate", detail::subjectOf(cs));
+    detail::g_liveEvents.fetch_add(1, std::memory_order_relaxed);
 }
 
 Event::Event(Event&& other) noexcept
@@ -61,6 +63,7 @@ void Event::reset() noexcept
         CUevent e = event_;
         detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuEventDestroy",
                                     [e](const detail::DriverApi& d) { return d.cuEventDestroy(e); });
+        detail::g_liveEvents.fetch_sub(1, std::memory_order_relaxed);
         event_ = nullptr;
     }
     context_.reset();
@@ -169,6 +172,7 @@ Event Event::openIpc(const Context& context, const IpcEventHandle& handle)
     Event e;
     ContextGuard guard(context);
     detail::check(detail::api().cuIpcOpenEventHandle(&e.event_, h), "cuIpcOpenEventHandle", detail::subjectOf(cs));
+    detail::g_liveEvents.fetch_add(1, std::memory_order_relaxed);
     e.context_ = context;
     e.interprocess_ = true;
     return e;

@@ -7,6 +7,7 @@
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
+#include "live_counters.hpp"
 #include "log.hpp"
 
 #include <mutex>
@@ -63,6 +64,7 @@ Stream::Stream(const Context& context, const StreamOptions& options)
     detail::check(detail::api().cuStreamCreateWithPriority(&stream_, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0,
                                                           options.priority),
                   "cuStreamCreateWithPriority", detail::subjectOf(cs));
+    detail::g_liveStreams.fetch_add(1, std::memory_order_relaxed);
 }
 
 Stream::Stream(Stream&& other) noexcept
@@ -94,6 +96,7 @@ void Stream::reset() noexcept
         CUstream s = stream_;
         detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuStreamDestroy",
                                     [s](const detail::DriverApi& d) { return d.cuStreamDestroy(s); });
+        detail::g_liveStreams.fetch_sub(1, std::memory_order_relaxed);
         stream_ = nullptr;
     }
     callbacks_.reset();

@@ -1,0 +1,15 @@
+#pragma once
+
+// The counters behind cuctx::liveObjects(): incremented when a driver object is made, decremented
+// when it is destroyed (whether or not the driver's destroy call succeeded).
+
+#include <atomic>
+
+namespace cuctx::detail {
+
+extern std::atomic<long> g_liveModules;
+extern std::atomic<long> g_liveStreams;
+extern std::atomic<long> g_liveEvents;
+extern std::atomic<long> g_liveBuffers;
+
+} // namespace cuctx::detail

@@ -1,0 +1,461 @@
+// cuctx-stress: N threads run a random but reproducible mix of cuctx operations against a few shared
+// contexts, then check invariants. Exit status 0 when nothing was violated, 1 when something was.
+//
+// Operations (each thread draws from them with its own seeded generator):
+//   nest      nested guards of random depth over random contexts; the driver's current context is
+//             checked at every level, and the stack after unwinding
+//   adopt     adopt a context for a batch of guarded tasks, then release it
+//   module    Module::cached on a random context: always the same module for that context
+//   launch    a kernel on random input, result checked element by element (copies only on the fake
+//             driver, which runs no kernels)
+//   wait      a stream of one context waits on an event of another, copies across, result checked
+//   churn     replace the shared "churn" context while other threads use it
+//   exit      a short-lived thread adopts a context and exits without releasing it
+// Afterwards: every thread's stack is empty, the churned contexts are all destroyed, and cuctx's
+// live objects (contexts, modules, streams, events, buffers) are back where they started.
+//
+// usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N] [--ptx FILE]
+//                     [--json] [--inject-bug wrong-restore|no-pop]
+
+#include "cuctx/cuctx.hpp"
+#include "driver/driver_state.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace cuctx;
+using Clock = std::chrono::steady_clock;
+
+enum Op { opNest, opAdopt, opModule, opLaunch, opWait, opChurn, opExit, opCount };
+constexpr const char* kOpNames[opCount] = {"nest", "adopt", "module", "launch", "wait", "churn", "exit"};
+constexpr int kOpWeights[opCount] = {40, 20, 15, 10, 8, 4, 3};
+
+enum class Bug { none, wrongRestore, noPop };
+
+struct Options {
+    unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    double seconds = 10;
+    long ops = 0; // per thread; 0: run for `seconds`
+    unsigned long seed = 1;
+    int contexts = 3;
+    std::string ptx = CUCTX_STRESS_PTX;
+    bool json = false;
+    Bug bug = Bug::none;
+};
+
+struct Shared {
+    explicit Shared(const Options& o) : options(o) {}
+    const Options& options;
+    std::vector<Context> contexts;
+    std::string ptx;
+    bool kernelsRun = true; // false on the fake driver
+    std::mutex churnMutex;
+    Context churn; // replaced by `churn` operations while others use it
+    std::atomic<long> churned{0};
+    std::atomic<bool> stop{false};
+    std::atomic<long> done[opCount]{};
+    std::atomic<long> violations{0};
+    std::mutex messagesMutex;
+    std::vector<std::string> messages;
+
+    void violation(const std::string& what)
+    {
+        violations.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard lock(messagesMutex);
+        if (messages.size() < 20)
+            messages.push_back(what);
+    }
+};
+
+CUcontext driverCurrent()
+{
+    CUcontext c = nullptr;
+    (void)detail::api().cuCtxGetCurrent(&c);
+    return c;
+}
+
+// A deliberately broken guard, to show that the harness finds real bugs: it enters like a guard and
+// leaves wrongly (restores another context, or forgets to pop).
+class BrokenGuard {
+public:
+    BrokenGuard(const Context& context, const Context& wrong, Bug bug) : bug_(bug), wrong_(wrong)
+    {
+        (void)detail::api().cuCtxPushCurrent(context.native());
+    }
+    ~BrokenGuard()
+    {
+        CUcontext popped = nullptr;
+        if (bug_ == Bug::wrongRestore) {
+            (void)detail::api().cuCtxPopCurrent(&popped);
+            (void)detail::api().cuCtxSetCurrent(wrong_.native()); // "restores" the wrong context
+        }
+        // Bug::noPop: leaves its push on the stack
+    }
+    BrokenGuard(const BrokenGuard&) = delete;
+    BrokenGuard& operator=(const BrokenGuard&) = delete;
+
+private:
+    Bug bug_;
+    Context wrong_;
+};
+
+class Worker {
+public:
+    Worker(Shared& shared, unsigned index)
+        : s_(shared), rng_(shared.options.seed * 1000003u + index), index_(index)
+    {
+    }
+
+    void run()
+    {
+        std::discrete_distribution<int> pick(std::begin(kOpWeights), std::end(kOpWeights));
+        for (long n = 0; !s_.stop.load(std::memory_order_relaxed); ++n) {
+            if (s_.options.ops > 0 && n >= s_.options.ops)
+                break;
+            const Op op = static_cast<Op>(pick(rng_));
+            try {
+                perform(op);
+            } catch (const std::exception& e) {
+                s_.violation(std::string(kOpNames[op]) + " on thread " + std::to_string(index_) + ": " + e.what());
+            }
+            s_.done[op].fetch_add(1, std::memory_order_relaxed);
+        }
+        if (ContextStack::depth() != 0 || driverCurrent() != nullptr)
+            s_.violation("thread " + std::to_string(index_) + " ends with a non-empty stack (depth " +
+                         std::to_string(ContextStack::depth()) + ")");
+    }
+
+private:
+    const Context& anyContext() { return s_.contexts[rng_() % s_.contexts.size()]; }
+
+    void expectCurrent(const Context& ctx, const char* where)
+    {
+        if (driverCurrent() != ctx.native())
+            s_.violation(std::string(where) + ": the driver's current context is not the one entered");
+    }
+
+    void nest(int depth)
+    {
+        if (depth == 0)
+            return;
+        const Context& ctx = anyContext();
+        if (s_.options.bug != Bug::none && rng_() % 16 == 0) {
+            const CUcontext before = driverCurrent();
+            {
+                BrokenGuard g(ctx, anyContext(), s_.options.bug);
+                nest(depth - 1);
+            }
+            if (driverCurrent() != before) {
+                s_.violation("nest: a guard left another context current than it found");
+                while (driverCurrent() != before && ContextStack::depth() == 0 && driverCurrent() != nullptr) {
+                    CUcontext c = nullptr;
+                    (void)detail::api().cuCtxPopCurrent(&c); // repair, so that the run goes on
+                }
+                if (before == nullptr)
+                    (void)detail::api().cuCtxSetCurrent(nullptr);
+            }
+            return;
+        }
+        const CUcontext before = driverCurrent();
+        {
+            ContextGuard g(ctx);
+            expectCurrent(ctx, "nest");
+            nest(depth - 1);
+            expectCurrent(ctx, "nest, after the inner guards");
+        }
+        if (driverCurrent() != before)
+            s_.violation("nest: a guard did not restore the context it found");
+    }
+
+    void perform(Op op)
+    {
+        switch (op) {
+        case opNest: nest(1 + static_cast<int>(rng_() % 4)); break;
+        case opAdopt: {
+            if (ContextStack::depth() != 0)
+                break;
+            const Context& ctx = anyContext();
+            ContextBinding binding(ctx);
+            for (int i = 0; i < 8; ++i) {
+                ContextGuard g(ctx);
+                if (g.switched())
+                    s_.violation("adopt: a guard on the adopted context switched");
+            }
+            break;
+        }
+        case opModule: {
+            const std::size_t i = rng_() % s_.contexts.size();
+            const Module m = Module::cached(s_.contexts[i], std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())),
+                                            {}, "stress");
+            if (firstModules_.empty())
+                firstModules_.resize(s_.contexts.size());
+            if (firstModules_[i] == nullptr)
+                firstModules_[i] = m.native();
+            else if (firstModules_[i] != m.native())
+                s_.violation("module: the cache gave two modules for one image and context");
+            break;
+        }
+        case opLaunch: launchChecked(anyContext()); break;
+        case opWait: waitAcross(); break;
+        case opChurn: {
+            Context fresh = Context::create(Device::get(0));
+            std::lock_guard lock(s_.churnMutex);
+            s_.churn = std::move(fresh); // the old one goes once its users are done
+            s_.churned.fetch_add(1, std::memory_order_relaxed);
+            break;
+        }
+        case opExit: {
+            Context ctx = anyContext();
+            std::string failure;
+            std::thread t([&ctx, &failure] { // exits holding it
+                try {
+                    ContextStack::adopt(ctx);
+                } catch (const std::exception& e) {
+                    failure = e.what();
+                }
+            });
+            t.join();
+            if (!failure.empty())
+                s_.violation("exit: " + failure);
+            break;
+        }
+        case opCount: break;
+        }
+        // Use the churn context too, racing its replacement.
+        if (op == opNest && rng_() % 4 == 0) {
+            Context ctx;
+            {
+                std::lock_guard lock(s_.churnMutex);
+                ctx = s_.churn;
+            }
+            ContextGuard g(ctx);
+            expectCurrent(ctx, "churn use");
+        }
+    }
+
+    void launchChecked(const Context& ctx)
+    {
+        constexpr unsigned n = 256;
+        std::vector<float> input(n), output(n);
+        std::uniform_real_distribution<float> dist(-10.0f, 10.0f);
+        for (float& x : input)
+            x = dist(rng_);
+        const Module m = Module::cached(ctx, std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
+        DeviceBuffer in(ctx, n * sizeof(float)), out(ctx, n * sizeof(float));
+        in.upload(std::span<const float>(input));
+        const float factor = static_cast<float>(1 + rng_() % 4);
+        if (s_.kernelsRun) {
+            launch(m.function("scale"), {.grid = {1, 1, 1}, .block = {n, 1, 1}}, out.address(), in.address(), factor, n);
+        } else {
+            launch(m.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}});
+            Stream s(ctx);
+            out.copyFrom(in, s);
+            s.synchronize();
+        }
+        out.download(output.data(), n * sizeof(float));
+        const float expect = s_.kernelsRun ? factor : 1.0f;
+        for (unsigned i = 0; i < n; ++i)
+            if (output[i] != input[i] * expect) {
+                s_.violation("launch: element " + std::to_string(i) + " is wrong");
+                break;
+            }
+    }
+
+    void waitAcross()
+    {
+        constexpr unsigned n = 1024;
+        const Context& a = anyContext();
+        const Context& b = anyContext();
+        std::vector<unsigned> got(n);
+        const unsigned value = static_cast<unsigned>(rng_());
+        DeviceBuffer x(a, n * 4), y(b, n * 4);
+        Stream sa(a), sb(b);
+        Event e(a);
+        x.fill32(value, sa);
+        e.record(sa);
+        sb.wait(e);
+        y.copyFrom(x, sb);
+        sb.synchronize();
+        y.download(got.data(), n * 4);
+        if (std::count(got.begin(), got.end(), value) != static_cast<long>(n))
+            s_.violation("wait: the consumer read data the producer had not written");
+    }
+
+    Shared& s_;
+    std::mt19937_64 rng_;
+    unsigned index_;
+    std::vector<CUmodule> firstModules_;
+};
+
+int usage()
+{
+    std::fprintf(stderr, "usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N] "
+                         "[--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]\n");
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool hasValue = i + 1 < argc;
+        if (arg == "--threads" && hasValue)
+            o.threads = static_cast<unsigned>(std::atoi(argv[++i]));
+        else if (arg == "--seconds" && hasValue)
+            o.seconds = std::atof(argv[++i]);
+        else if (arg == "--ops" && hasValue)
+            o.ops = std::atol(argv[++i]);
+        else if (arg == "--seed" && hasValue)
+            o.seed = std::strtoul(argv[++i], nullptr, 10);
+        else if (arg == "--contexts" && hasValue)
+            o.contexts = std::max(1, std::atoi(argv[++i]));
+        else if (arg == "--ptx" && hasValue)
+            o.ptx = argv[++i];
+        else if (arg == "--json")
+            o.json = true;
+        else if (arg == "--inject-bug" && hasValue) {
+            const std::string bug = argv[++i];
+            if (bug == "wrong-restore")
+                o.bug = Bug::wrongRestore;
+            else if (bug == "no-pop")
+                o.bug = Bug::noPop;
+            else
+                return usage();
+        } else
+            return usage();
+    }
+    if (o.threads == 0)
+        return usage();
+    const auto status = Driver::status();
+    if (!status.loaded) {
+        std::fprintf(stderr, "cuctx-stress: %s\n", status.message.c_str());
+        return 3;
+    }
+    std::ifstream in(o.ptx, std::ios::binary);
+    if (!in) {
+        std::fprintf(stderr, "cuctx-stress: cannot read the kernels from %s (--ptx)\n", o.ptx.c_str());
+        return 2;
+    }
+    // Violations are the report; cuctx's own log of them (at error level) would drown it.
+    if (std::getenv("CUCTX_LOG_LEVEL") == nullptr)
+        setLogLevel(LogLevel::off);
+    const LiveObjects before = liveObjects();
+    Shared s(o);
+    s.ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    s.kernelsRun = Device::get(0).name().rfind("cuctx Fake", 0) != 0;
+    for (int i = 0; i < o.contexts; ++i)
+        s.contexts.push_back(i == 0 ? Context::primary(Device::get(0)) : Context::create(Device::get(0)));
+    s.churn = Context::create(Device::get(0));
+
+    const auto t0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < o.threads; ++t)
+        threads.emplace_back([&s, t] { Worker(s, t).run(); });
+    const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
+    while (true) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (o.ops == 0 && elapsed >= o.seconds)
+            break;
+        if (o.ops > 0) {
+            long total = 0;
+            for (const auto& d : s.done)
+                total += d.load();
+            if (total >= o.ops * static_cast<long>(o.threads))
+                break;
+        }
+        if (progress) {
+            long total = 0;
+            for (const auto& d : s.done)
+                total += d.load();
+            std::fprintf(stderr, "\r%7.1f s  %12ld ops  %8.2f Mops/s  violations %ld ", elapsed, total,
+                         static_cast<double>(total) / std::max(elapsed, 1e-9) / 1e6, s.violations.load());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100)); // a progress display, not synchronisation
+    }
+    s.stop = true;
+    for (auto& t : threads)
+        t.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (progress)
+        std::fprintf(stderr, "\n");
+
+    // Invariants after the run: drop everything, then nothing may be left.
+    for (const Context& ctx : s.contexts) {
+        try {
+            // A guard that found the stack changed under it recorded that on its context, and the
+            // context's next fallible call reports it: here, once more, as a violation.
+            ctx.checkRecordedError();
+        } catch (const std::exception& e) {
+            s.violation(std::string("recorded on a context: ") + e.what());
+        }
+        try {
+            if (const auto users = ctx.threadsUsing(); !users.empty())
+                s.violation("a context is still used by " + std::to_string(users.size()) +
+                            " threads after every worker ended");
+            Module::clearCache(ctx);
+        } catch (const std::exception& e) {
+            s.violation(std::string("after the run: ") + e.what());
+        }
+    }
+    s.contexts.clear();
+    s.churn.reset();
+    const LiveObjects after = liveObjects();
+    if (!(after == before))
+        s.violation("left alive: " + std::to_string(after.contexts - before.contexts) + " contexts, " +
+                    std::to_string(after.modules - before.modules) + " modules, " +
+                    std::to_string(after.streams - before.streams) + " streams, " +
+                    std::to_string(after.events - before.events) + " events, " +
+                    std::to_string(after.buffers - before.buffers) + " buffers");
+
+    long total = 0;
+    for (const auto& d : s.done)
+        total += d.load();
+    if (o.json) {
+        std::printf("{\n  \"tool\": \"cuctx-stress\",\n  \"seed\": %lu,\n  \"threads\": %u,\n  \"seconds\": %.3f,\n"
+                    "  \"operations\": %ld,\n  \"operations_per_second\": %.1f,\n  \"by_kind\": {",
+                    o.seed, o.threads, seconds, total, static_cast<double>(total) / seconds);
+        for (int k = 0; k < opCount; ++k)
+            std::printf("%s\n    \"%s\": {\"operations\": %ld, \"per_second\": %.1f}", k ? "," : "", kOpNames[k],
+                        s.done[k].load(), static_cast<double>(s.done[k].load()) / seconds);
+        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"violations\": %ld,\n  \"messages\": [",
+                    s.churned.load(), s.violations.load());
+        for (std::size_t i = 0; i < s.messages.size(); ++i) {
+            std::string m;
+            for (char c : s.messages[i])
+                m += (c == '"' || c == '\\') ? std::string("\\") + c : (c == '\n' ? std::string("\\n") : std::string(1, c));
+            std::printf("%s\n    \"%s\"", i ? "," : "", m.c_str());
+        }
+        std::printf("%s]\n}\n", s.messages.empty() ? "" : "\n  ");
+    } else {
+        std::printf("cuctx-stress: %u threads, %.1f s, seed %lu, %s: %ld operations (%.2f M/s), %ld violations\n",
+                    o.threads, seconds, o.seed, Device::get(0).name().c_str(), total,
+                    static_cast<double>(total) / seconds / 1e6, s.violations.load());
+        std::printf("%-8s %14s %14s\n", "kind", "operations", "per second");
+        for (int k = 0; k < opCount; ++k)
+            std::printf("%-8s %14ld %14.0f\n", kOpNames[k], s.done[k].load(),
+                        static_cast<double>(s.done[k].load()) / seconds);
+        std::printf("contexts churned while in use: %ld\n", s.churned.load());
+        for (const std::string& m : s.messages)
+            std::printf("violation: %s\n", m.c_str());
+    }
+    return s.violations.load() == 0 ? 0 : 1;
+}
