@@ -27,6 +27,9 @@ public:
     explicit operator bool() const noexcept { return address_ != 0; }
 
     /// Host to device and back, synchronously, at `offset` bytes; out-of-range copies are errors.
+    /// Synchronously means done on the device when they return, so that work on any stream of any
+    /// context sees them (the driver's own cuMemcpyHtoD from pageable memory and cuMemsetD32 may
+    /// return earlier; cuctx waits for the legacy stream after them).
     void upload(const void* source, std::size_t bytes, std::size_t offset = 0) const;
     void download(void* destination, std::size_t bytes, std::size_t offset = 0) const;
     /// The same, queued on `stream` (for overlap, the host memory should be page-locked).
@@ -35,7 +38,7 @@ public:
     /// Copies all of `source` (no larger than this) here, on `stream`: a plain device copy in one
     /// context, a peer copy (cuMemcpyPeerAsync) between two, on one device or two.
     void copyFrom(const DeviceBuffer& source, const Stream& stream) const;
-    /// Sets every 32-bit word, synchronously or on `stream`.
+    /// Sets every 32-bit word, synchronously (done when it returns) or on `stream`.
     void fill32(unsigned value) const;
     void fill32(unsigned value, const Stream& stream) const;
 

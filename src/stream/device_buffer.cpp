@@ -104,8 +104,11 @@ void DeviceBuffer::upload(const void* source, std::size_t bytes, std::size_t off
 {
     checkRange("cuctx::DeviceBuffer::upload", bytes, offset);
     ContextGuard guard(context_);
-    detail::check(detail::api().cuMemcpyHtoD(address_ + offset, source, bytes), "cuMemcpyHtoD",
-                  subjectOfContext(context_));
+    const detail::DriverApi& d = detail::api();
+    detail::check(d.cuMemcpyHtoD(address_ + offset, source, bytes), "cuMemcpyHtoD", subjectOfContext(context_));
+    // From pageable memory the driver returns once it has staged the data, before the device has it:
+    // wait for the legacy stream, so that work on any stream sees the upload.
+    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(context_));
 }
 
 void DeviceBuffer::download(void* destination, std::size_t bytes, std::size_t offset) const
@@ -157,7 +160,10 @@ void DeviceBuffer::fill32(unsigned value) const
 {
     checkRange("cuctx::DeviceBuffer::fill32", bytes_, 0);
     ContextGuard guard(context_);
-    detail::check(detail::api().cuMemsetD32(address_, value, bytes_ / 4), "cuMemsetD32", subjectOfContext(context_));
+    const detail::DriverApi& d = detail::api();
+    detail::check(d.cuMemsetD32(address_, value, bytes_ / 4), "cuMemsetD32", subjectOfContext(context_));
+    // A memset of device memory may return before it is done: make it visible to every stream.
+    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(context_));
 }
 
 void DeviceBuffer::fill32(unsigned value, const Stream& stream) const

@@ -14,8 +14,8 @@
 // Afterwards: every thread's stack is empty, the churned contexts are all destroyed, and cuctx's
 // live objects (contexts, modules, streams, events, buffers) are back where they started.
 //
-// usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N] [--ptx FILE]
-//                     [--json] [--inject-bug wrong-restore|no-pop]
+// usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N]
+//                     [--churn-interval-ms N] [--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]
 
 #include "cuctx/cuctx.hpp"
 #include "driver/driver_state.hpp"
@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -54,6 +55,7 @@ struct Options {
     long ops = 0; // per thread; 0: run for `seconds`
     unsigned long seed = 1;
     int contexts = 3;
+    long churnIntervalMs = 1000;
     std::string ptx = CUCTX_STRESS_PTX;
     bool json = false;
     Bug bug = Bug::none;
@@ -68,6 +70,9 @@ struct Shared {
     std::mutex churnMutex;
     Context churn; // replaced by `churn` operations while others use it
     std::atomic<long> churned{0};
+    // Creating and destroying a context takes the driver a third of a second and stalls every thread's
+    // driver calls: at most one churn per interval, or it is all the run measures.
+    std::atomic<long long> lastChurnNs{0};
     std::atomic<bool> stop{false};
     std::atomic<long> done[opCount]{};
     std::atomic<long> violations{0};
@@ -214,6 +219,11 @@ private:
         case opLaunch: launchChecked(anyContext()); break;
         case opWait: waitAcross(); break;
         case opChurn: {
+            const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      Clock::now().time_since_epoch()).count();
+            long long last = s_.lastChurnNs.load();
+            if (now - last < s_.options.churnIntervalMs * 1'000'000LL || !s_.lastChurnNs.compare_exchange_strong(last, now))
+                break; // another thread churned recently
             Context fresh = Context::create(Device::get(0));
             std::lock_guard lock(s_.churnMutex);
             s_.churn = std::move(fresh); // the old one goes once its users are done
@@ -256,19 +266,18 @@ private:
         std::uniform_real_distribution<float> dist(-10.0f, 10.0f);
         for (float& x : input)
             x = dist(rng_);
-        const Module m = Module::cached(ctx, std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
-        DeviceBuffer in(ctx, n * sizeof(float)), out(ctx, n * sizeof(float));
-        in.upload(std::span<const float>(input));
+        Resources& r = resources(ctx);
+        r.in.uploadAsync(input.data(), n * sizeof(float), r.stream);
         const float factor = static_cast<float>(1 + rng_() % 4);
         if (s_.kernelsRun) {
-            launch(m.function("scale"), {.grid = {1, 1, 1}, .block = {n, 1, 1}}, out.address(), in.address(), factor, n);
+            launch(r.scale, {.grid = {1, 1, 1}, .block = {n, 1, 1}, .stream = r.stream.native()}, r.out.address(),
+                   r.in.address(), factor, n);
         } else {
-            launch(m.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}});
-            Stream s(ctx);
-            out.copyFrom(in, s);
-            s.synchronize();
+            launch(r.empty, {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = r.stream.native()});
+            r.out.copyFrom(r.in, r.stream); // (the whole buffer: what was uploaded and the rest)
         }
-        out.download(output.data(), n * sizeof(float));
+        r.out.downloadAsync(output.data(), n * sizeof(float), r.stream);
+        r.stream.synchronize();
         const float expect = s_.kernelsRun ? factor : 1.0f;
         for (unsigned i = 0; i < n; ++i)
             if (output[i] != input[i] * expect) {
@@ -279,34 +288,61 @@ private:
 
     void waitAcross()
     {
-        constexpr unsigned n = 1024;
+        constexpr unsigned n = kBytes / 4;
         const Context& a = anyContext();
         const Context& b = anyContext();
         std::vector<unsigned> got(n);
         const unsigned value = static_cast<unsigned>(rng_());
-        DeviceBuffer x(a, n * 4), y(b, n * 4);
-        Stream sa(a), sb(b);
-        Event e(a);
-        x.fill32(value, sa);
-        e.record(sa);
-        sb.wait(e);
-        y.copyFrom(x, sb);
-        sb.synchronize();
-        y.download(got.data(), n * 4);
+        Resources& ra = resources(a);
+        Resources& rb = resources(b);
+        ra.in.fill32(value, ra.stream);
+        ra.event.record(ra.stream);
+        rb.stream.wait(ra.event); // the consumer's stream waits for the producer's, no host wait
+        rb.out.copyFrom(ra.in, rb.stream);
+        rb.out.downloadAsync(got.data(), kBytes, rb.stream);
+        rb.stream.synchronize();
         if (std::count(got.begin(), got.end(), value) != static_cast<long>(n))
             s_.violation("wait: the consumer read data the producer had not written");
     }
+
+    // What a worker keeps per context between operations (as a backend's worker would): a stream,
+    // an event, buffers and the kernel, so that operations measure cuctx and the driver's work, not
+    // allocation.
+    struct Resources {
+        Stream stream;
+        Event event;
+        DeviceBuffer in, out;
+        Function scale, empty;
+    };
+    Resources& resources(const Context& ctx)
+    {
+        std::size_t i = 0;
+        while (i < s_.contexts.size() && !(s_.contexts[i] == ctx))
+            ++i;
+        if (resources_.size() < s_.contexts.size())
+            resources_.resize(s_.contexts.size());
+        if (!resources_[i]) {
+            const Module m =
+                Module::cached(ctx, std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
+            resources_[i] = std::make_unique<Resources>(Resources{Stream(ctx), Event(ctx), DeviceBuffer(ctx, kBytes),
+                                                                  DeviceBuffer(ctx, kBytes), m.function("scale"),
+                                                                  m.function("empty")});
+        }
+        return *resources_[i];
+    }
+    static constexpr std::size_t kBytes = 1024 * 4;
 
     Shared& s_;
     std::mt19937_64 rng_;
     unsigned index_;
     std::vector<CUmodule> firstModules_;
+    std::vector<std::unique_ptr<Resources>> resources_;
 };
 
 int usage()
 {
     std::fprintf(stderr, "usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N] "
-                         "[--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]\n");
+                         "[--churn-interval-ms N] [--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]\n");
     return 2;
 }
 
@@ -328,6 +364,8 @@ int main(int argc, char** argv)
             o.seed = std::strtoul(argv[++i], nullptr, 10);
         else if (arg == "--contexts" && hasValue)
             o.contexts = std::max(1, std::atoi(argv[++i]));
+        else if (arg == "--churn-interval-ms" && hasValue)
+            o.churnIntervalMs = std::atol(argv[++i]);
         else if (arg == "--ptx" && hasValue)
             o.ptx = argv[++i];
         else if (arg == "--json")
