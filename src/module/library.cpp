@@ -90,20 +90,12 @@ Function Library::function(const Context& context, std::string_view name) const
     const std::string wanted(name);
     CUkernel kernel = nullptr;
     const CUresult r = d.cuLibraryGetKernel(&kernel, s.library, wanted.c_str());
-    if (r == CUDA_ERROR_NOT_FOUND) {
-        std::string known;
-        try {
-            for (const std::string& k : kernelNames())
-                known += (known.empty() ? "" : ", ") + k;
-        } catch (const Error&) {
-            known = "(the driver cannot list them before CUDA 12.4)";
-        }
+    if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuLibraryGetKernel", detail::Subject{.name = s.label.c_str()},
                                  std::source_location::current(),
                                  "no kernel named '" + wanted + "' in library '" + s.label + "'; its kernels: " +
-                                     (known.empty() ? "none" : known),
+                                     detail::kernelList([this] { return kernelNames(); }),
                                  "C++ kernels have mangled names unless declared extern \"C\"");
-    }
     detail::check(r, "cuLibraryGetKernel", detail::Subject{.name = wanted.c_str()});
     CUfunction f = nullptr;
     {

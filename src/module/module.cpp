@@ -13,6 +13,7 @@
 #include "module/module_state.hpp"
 
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <iterator>
 
@@ -64,6 +65,31 @@ Subject moduleSubject(const ContextState& context, const std::string& name) noex
     Subject s = subjectOf(context);
     s.name = name.c_str();
     return s;
+}
+
+std::vector<CUfunction> moduleFunctions(const ModuleState& s)
+{
+    const DriverApi& d = api();
+    requireEntry(reinterpret_cast<const void*>(d.cuModuleGetFunctionCount), "cuModuleGetFunctionCount");
+    const Subject subject = moduleSubject(*s.context, s.label);
+    unsigned count = 0;
+    check(d.cuModuleGetFunctionCount(&count, s.module), "cuModuleGetFunctionCount", subject);
+    std::vector<CUfunction> functions(count);
+    if (count != 0)
+        check(d.cuModuleEnumerateFunctions(functions.data(), count, s.module), "cuModuleEnumerateFunctions", subject);
+    return functions;
+}
+
+std::string kernelList(const std::function<std::vector<std::string>()>& names)
+{
+    try {
+        std::string known;
+        for (const std::string& k : names())
+            known += (known.empty() ? "" : ", ") + k;
+        return known.empty() ? "none" : known;
+    } catch (const Error&) {
+        return "(the driver cannot list them before CUDA 12.4)";
+    }
 }
 
 std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const std::byte> image, ImageKind kind,
@@ -193,20 +219,12 @@ Function Module::function(std::string_view name) const
     CUfunction f = nullptr;
     ContextGuard guard(context_);
     const CUresult r = detail::api().cuModuleGetFunction(&f, s.module, wanted.c_str());
-    if (r == CUDA_ERROR_NOT_FOUND) {
-        std::string known;
-        try {
-            for (const std::string& k : kernelNames())
-                known += (known.empty() ? "" : ", ") + k;
-        } catch (const Error&) {
-            known = "(the driver cannot list them before CUDA 12.4)";
-        }
+    if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuModuleGetFunction", detail::moduleSubject(*s.context, s.label),
                                  std::source_location::current(),
                                  "no kernel named '" + wanted + "' in " + imageKindName(s.kind) + " '" + s.label +
-                                     "'; its kernels: " + (known.empty() ? "none" : known),
+                                     "'; its kernels: " + detail::kernelList([this] { return kernelNames(); }),
                                  "C++ kernels have mangled names unless declared extern \"C\"");
-    }
     detail::check(r, "cuModuleGetFunction", detail::moduleSubject(*s.context, wanted));
     return detail::makeFunction(context_, state_, f, wanted, s.label);
 }
@@ -215,20 +233,12 @@ std::vector<std::string> Module::kernelNames() const
 {
     ModuleState& s = state("cuctx::Module::kernelNames");
     const detail::DriverApi& d = detail::api();
-    detail::requireEntry(reinterpret_cast<const void*>(d.cuModuleGetFunctionCount), "cuModuleGetFunctionCount");
     detail::requireEntry(reinterpret_cast<const void*>(d.cuFuncGetName), "cuFuncGetName");
     ContextGuard guard(context_);
-    const detail::Subject subject = detail::moduleSubject(*s.context, s.label);
-    unsigned count = 0;
-    detail::check(d.cuModuleGetFunctionCount(&count, s.module), "cuModuleGetFunctionCount", subject);
-    std::vector<CUfunction> functions(count);
-    if (count != 0)
-        detail::check(d.cuModuleEnumerateFunctions(functions.data(), count, s.module), "cuModuleEnumerateFunctions",
-                      subject);
     std::vector<std::string> names;
-    for (CUfunction f : functions) {
+    for (CUfunction f : detail::moduleFunctions(s)) {
         const char* n = nullptr;
-        detail::check(d.cuFuncGetName(&n, f), "cuFuncGetName", subject);
+        detail::check(d.cuFuncGetName(&n, f), "cuFuncGetName", detail::moduleSubject(*s.context, s.label));
         names.emplace_back(n != nullptr ? n : "");
     }
     return names;
@@ -255,17 +265,9 @@ void Module::loadAllKernels() const
     ModuleState& s = state("cuctx::Module::loadAllKernels");
     const detail::DriverApi& d = detail::api();
     detail::requireEntry(reinterpret_cast<const void*>(d.cuFuncLoad), "cuFuncLoad");
-    detail::requireEntry(reinterpret_cast<const void*>(d.cuModuleGetFunctionCount), "cuModuleGetFunctionCount");
     ContextGuard guard(context_);
-    const detail::Subject subject = detail::moduleSubject(*s.context, s.label);
-    unsigned count = 0;
-    detail::check(d.cuModuleGetFunctionCount(&count, s.module), "cuModuleGetFunctionCount", subject);
-    std::vector<CUfunction> functions(count);
-    if (count != 0)
-        detail::check(d.cuModuleEnumerateFunctions(functions.data(), count, s.module), "cuModuleEnumerateFunctions",
-                      subject);
-    for (CUfunction f : functions)
-        detail::check(d.cuFuncLoad(f), "cuFuncLoad", subject);
+    for (CUfunction f : detail::moduleFunctions(s))
+        detail::check(d.cuFuncLoad(f), "cuFuncLoad", detail::moduleSubject(*s.context, s.label));
 }
 
 ModuleLoadingMode Module::loadingMode()

@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,12 @@ std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const 
 /// Checks an image (empty, unknown kind, truncated) and loads it.
 std::shared_ptr<ModuleState> loadCheckedImage(const Context& context, std::span<const std::byte> image,
                                               const JitOptions& options, const std::string& label);
+
+/// The module's kernels (cuModuleEnumerateFunctions, CUDA 12.4+), with its context current.
+std::vector<CUfunction> moduleFunctions(const ModuleState& state);
+
+/// "a, b, c" from `names`, "none", or a note that the driver cannot list them.
+std::string kernelList(const std::function<std::vector<std::string>()>& names);
 
 /// A file's bytes; an Error naming the file when it cannot be read.
 std::vector<std::byte> readImageFile(const std::filesystem::path& path, const char* call);
