@@ -7,10 +7,12 @@
 #include "cuctx/device_buffer.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/event.hpp"
+#include "cuctx/peer_access.hpp"
 #include "cuctx/pipeline.hpp"
 #include "cuctx/spmd.hpp"
 #include "cuctx/stream.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <numeric>
 #include <stdexcept>
@@ -247,4 +249,43 @@ TEST_CASE("a pipeline over four contexts passes each item through every stage, c
     for (std::size_t i = 0; i < items; ++i)
         CHECK(outputs[i] == inputs[i]);
     CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("context-wide record and wait: every stream of a context at once", "[stream]")
+{
+    if (cuctx::detail::api().cuCtxRecordEvent == nullptr) {
+        WARN("cuCtxRecordEvent needs CUDA 12.5: not tested on this driver");
+        return;
+    }
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    Stream sa(a);
+    DeviceBuffer x(a, 4096), y(b, 4096);
+    x.fill32(7u, sa);
+    Event all(a);
+    all.recordContext(a); // all of a's work so far, on any stream
+    all.waitInContext(b); // b's later work waits for it
+    Stream sb(b);
+    y.copyFrom(x, sb);
+    sb.synchronize();
+    const std::vector<unsigned> got = y.download<unsigned>();
+    CHECK(std::count(got.begin(), got.end(), 7u) == 1024);
+}
+
+TEST_CASE("peers: the matrix covers every ordered pair; enabling what cannot be is an error with a hint", "[stream]")
+{
+    const std::vector<cuctx::PeerLink> links = cuctx::PeerAccess::matrix();
+    const int n = Device::count();
+    CHECK(links.size() == static_cast<std::size_t>(n * (n - 1)));
+    for (const cuctx::PeerLink& l : links)
+        CHECK(l.from != l.to);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    // The fake's two devices cannot reach each other.
+    REQUIRE(n == 2);
+    CHECK_FALSE(links[0].canAccess);
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(1));
+    CHECK_THROWS_WITH(cuctx::PeerAccess::enable(a, b), Catch::Contains("cannot reach each other"));
+    CHECK_FALSE(cuctx::PeerAccess::disable(a, b)); // not enabled: success, nothing changed
+#endif
 }
