@@ -54,8 +54,6 @@ namespace cuctx::detail {
     X(cuMemcpyHtoD, cuMemcpyHtoD, 3020, Required)                                                 \
     X(cuMemcpyDtoH, cuMemcpyDtoH, 3020, Required)                                                 \
     X(cuMemsetD32, cuMemsetD32, 3020, Required)                                                   \
-    X(cuMemcpyDtoD, cuMemcpyDtoD, 3020, Required)                                                 \
-    X(cuMemsetD8, cuMemsetD8, 3020, Required)                                                     \
     X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, 3020, Required)                                       \
     X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, Required)                                       \
     X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, 3020, Required)                                       \
@@ -88,7 +86,6 @@ namespace cuctx::detail {
     X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 11000, Required)                                    \
     X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, Required)                                   \
     X(cuModuleGetLoadingMode, cuModuleGetLoadingMode, 11070, Optional)                            \
-    X(cuModuleLoad, cuModuleLoad, 2000, Required)                                                 \
     X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, Required)                                     \
     X(cuModuleUnload, cuModuleUnload, 2000, Required)                                             \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000, Required)                                   \
