@@ -5,15 +5,20 @@
 
 #include <sched.h>
 
+#include "cuctx/driver.hpp"
+
 #include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace cuctx::bench {
 
 // Keeps the compiler from removing a loop body.
-template <typename T>
-void keep(T&& value)
+template <typename T> void keep(T&& value)
 {
     asm volatile("" : : "g"(&value) : "memory");
 }
@@ -67,10 +72,11 @@ inline void print(const std::vector<Row>& rows, bool csv)
                         r.target.c_str(), r.met ? "yes" : "no");
         return;
     }
-    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
+    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target",
+                "met");
     for (const Row& r : rows)
-        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                    r.target.c_str(), r.met ? "yes" : "NO");
+        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(),
+                    r.ratio, r.target.c_str(), r.met ? "yes" : "NO");
 }
 
 inline std::string ns(double v)
@@ -85,6 +91,51 @@ inline std::string mops(double v)
     char text[32];
     std::snprintf(text, sizeof text, "%.1f Mops/s", v / 1e6);
     return text;
+}
+
+/// A command-line flag: a number follows it, a bool stands alone.
+struct Flag {
+    const char* name;
+    std::variant<int*, long*, std::size_t*, bool*> target;
+};
+
+/// Parses argv into `flags`; a word that is no flag goes to `positional` where one is given.
+/// False on anything else (the caller prints its usage).
+inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
+                       std::string* positional = nullptr)
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const Flag* flag = nullptr;
+        for (const Flag& f : flags)
+            if (arg == f.name)
+                flag = &f;
+        if (flag == nullptr) {
+            if (positional == nullptr || arg.empty() || arg[0] == '-')
+                return false;
+            *positional = arg;
+            continue;
+        }
+        if (bool* const* b = std::get_if<bool*>(&flag->target)) {
+            **b = true;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return false;
+        const long value = std::atol(argv[++i]);
+        std::visit([value](auto* t) { *t = static_cast<std::remove_pointer_t<decltype(t)>>(value); },
+                   flag->target);
+    }
+    return true;
+}
+
+/// Whether the driver is there to measure; says why not (on stderr) when it is not.
+inline bool driverReady(const char* tool)
+{
+    const auto status = cuctx::Driver::status();
+    if (!status.loaded)
+        std::fprintf(stderr, "%s: nothing to measure: %s\n", tool, status.message.c_str());
+    return status.loaded;
 }
 
 } // namespace cuctx::bench

@@ -9,8 +9,8 @@
 // usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]
 
 #include "bench_common.hpp"
-#include "cuctx/cuctx.hpp"
 #include "context/fence.hpp"
+#include "cuctx/cuctx.hpp"
 #include "driver/driver_state.hpp"
 
 #include <algorithm>
@@ -50,7 +50,8 @@ std::pair<double, double> bestOfBoth(const Options& o, const std::function<void(
         for (int which = 0; which < 2; ++which) {
             const auto t0 = Clock::now();
             (which == 0 ? first : second)(o.iterations);
-            const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / o.iterations;
+            const double ns =
+                std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / o.iterations;
             best[which] = std::min(best[which], ns);
         }
     }
@@ -60,8 +61,8 @@ std::pair<double, double> bestOfBoth(const Options& o, const std::function<void(
 // Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a common
 // start: all tasks over the span from the first thread's start to the last one's finish. `setUp`
 // and `tearDown` run on each thread outside that span.
-double aggregateOps(const Options& o, const std::function<void()>& setUp, const std::function<void(long)>& perThread,
-                    const std::function<void()>& tearDown)
+double aggregateOps(const Options& o, const std::function<void()>& setUp,
+                    const std::function<void(long)>& perThread, const std::function<void()>& tearDown)
 {
     std::barrier start(o.threads);
     std::vector<Clock::time_point> begins(static_cast<std::size_t>(o.threads));
@@ -89,27 +90,17 @@ double aggregateOps(const Options& o, const std::function<void()>& setUp, const 
 int main(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto next = [&]() -> long { return i + 1 < argc ? std::atol(argv[++i]) : 0; };
-        if (arg == "--threads")
-            o.threads = static_cast<int>(next());
-        else if (arg == "--tasks")
-            o.tasks = next();
-        else if (arg == "--iterations")
-            o.iterations = next();
-        else if (arg == "--csv")
-            o.csv = true;
-        else {
-            std::fprintf(stderr, "usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]\n");
-            return 2;
-        }
+    if (!parseFlags(argc, argv,
+                    {{"--threads", &o.threads},
+                     {"--tasks", &o.tasks},
+                     {"--iterations", &o.iterations},
+                     {"--csv", &o.csv}})) {
+        std::fprintf(stderr,
+                     "usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--csv]\n");
+        return 2;
     }
-    const auto status = cuctx::Driver::status();
-    if (!status.loaded) {
-        std::fprintf(stderr, "cuctx-bench-contexts: nothing to measure: %s\n", status.message.c_str());
+    if (!driverReady("cuctx-bench-contexts"))
         return 77;
-    }
     const auto& d = cuctx::detail::api();
     const cuctx::Device device = cuctx::Device::get(0);
     cuctx::Context home = cuctx::Context::create(device);  // current underneath, as in a real program
@@ -154,11 +145,12 @@ int main(int argc, char** argv)
                 keep(g);
             }
         });
-    rows.push_back({"guard that switches (1 thread)", ns(rawPair), ns(switching), switching / rawPair, "<= 1.10x raw pair",
-                    switching / rawPair <= 1.10});
+    rows.push_back({"guard that switches (1 thread)", ns(rawPair), ns(switching), switching / rawPair,
+                    "<= 1.10x raw pair", switching / rawPair <= 1.10});
     rows.push_back({"guard on the current context", ns(rawPair2), ns(elided), rawPair2 / elided,
                     ">= 10x cheaper, <= 5 ns", rawPair2 / elided >= 10 && elided <= 5.0});
-    rows.push_back({"cuCtxGetCurrent (reference)", ns(getCurrent), ns(elided2), getCurrent / elided2, "(none)", true});
+    rows.push_back(
+        {"cuCtxGetCurrent (reference)", ns(getCurrent), ns(elided2), getCurrent / elided2, "(none)", true});
 
     pin.reset();
 
@@ -189,10 +181,11 @@ int main(int argc, char** argv)
                     cuctxShared / rawShared >= 50});
 
     if (!o.csv)
-        std::printf("cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks, "
-                    "asymmetric fence: %s, single-thread runs %s\n\n",
-                    device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks,
-                    cuctx::detail::fenceModeName(), pinned ? "pinned to one CPU" : "not pinned");
+        std::printf(
+            "cuctx-bench-contexts: %s, driver %d, %ld iterations (best of %d), %d threads x %ld tasks, "
+            "asymmetric fence: %s, single-thread runs %s\n\n",
+            device.name().c_str(), cuctx::Driver::version(), o.iterations, o.repeats, o.threads, o.tasks,
+            cuctx::detail::fenceModeName(), pinned ? "pinned to one CPU" : "not pinned");
     print(rows, o.csv);
     return 0;
 }

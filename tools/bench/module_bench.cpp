@@ -48,34 +48,23 @@ double nsSince(Clock::time_point t0)
 int main(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto next = [&]() -> long { return i + 1 < argc ? std::atol(argv[++i]) : 0; };
-        if (arg == "--launches")
-            o.launches = next();
-        else if (arg == "--batch")
-            o.batch = next();
-        else if (arg == "--hits")
-            o.hits = next();
-        else if (arg == "--loads")
-            o.loads = static_cast<int>(next());
-        else if (arg == "--csv")
-            o.csv = true;
-        else if (!arg.empty() && arg[0] != '-')
-            o.ptx = arg;
-        else {
-            std::fprintf(stderr, "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] "
-                                 "[--csv] [PTX]\n");
-            return 2;
-        }
+    if (!parseFlags(argc, argv,
+                    {{"--launches", &o.launches},
+                     {"--batch", &o.batch},
+                     {"--hits", &o.hits},
+                     {"--loads", &o.loads},
+                     {"--csv", &o.csv}},
+                    &o.ptx)) {
+        std::fprintf(
+            stderr,
+            "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--csv] [PTX]\n");
+        return 2;
     }
-    const auto status = cuctx::Driver::status();
-    if (!status.loaded) {
-        std::fprintf(stderr, "cuctx-bench-modules: nothing to measure: %s\n", status.message.c_str());
+    if (!driverReady("cuctx-bench-modules"))
         return 77;
-    }
     // The PTX to load: a file, or an empty kernel of our own.
-    std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n    ret;\n}\n";
+    std::string ptx =
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n    ret;\n}\n";
     if (!o.ptx.empty()) {
         std::ifstream in(o.ptx, std::ios::binary);
         if (!in) {
@@ -114,8 +103,8 @@ int main(int argc, char** argv)
         }
     }
     const double launches = static_cast<double>(rounds * o.batch);
-    rows.push_back({"empty-kernel launch (enqueue)", ns(rawNs / launches), ns(cuctxNs / launches), cuctxNs / rawNs,
-                    "<= 1.02x raw", cuctxNs / rawNs <= 1.02});
+    rows.push_back({"empty-kernel launch (enqueue)", ns(rawNs / launches), ns(cuctxNs / launches),
+                    cuctxNs / rawNs, "<= 1.02x raw", cuctxNs / rawNs <= 1.02});
 
     // Cache hits against loading again.
     const auto t0 = Clock::now();
@@ -132,7 +121,8 @@ int main(int argc, char** argv)
         const CUresult r = d.cuModuleLoadDataEx(&m, cstr.c_str(), 0, nullptr, nullptr);
         const double elapsed = nsSince(l0);
         if (r != CUDA_SUCCESS) {
-            std::fprintf(stderr, "cuctx-bench-modules: cuModuleLoadDataEx failed with %d\n", static_cast<int>(r));
+            std::fprintf(stderr, "cuctx-bench-modules: cuModuleLoadDataEx failed with %d\n",
+                         static_cast<int>(r));
             return 1;
         }
         d.cuModuleUnload(m);
@@ -150,7 +140,8 @@ int main(int argc, char** argv)
 
     if (!o.csv) {
         const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");
-        std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches in rounds of %ld, %ld cache hits, median of %d "
+        std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches in rounds of %ld, %ld cache hits, "
+                    "median of %d "
                     "loads (driver disk cache %s)\n\n",
                     device.name().c_str(), cuctx::Driver::version(), launches, o.batch, o.hits, o.loads,
                     cacheOff != nullptr && std::string(cacheOff) == "1" ? "DISABLED" : "enabled");

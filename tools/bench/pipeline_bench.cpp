@@ -42,8 +42,8 @@ void stageWork(const Setup& s, std::size_t stage, const Stream& stream, std::siz
     if (stage > 0)
         s.received[stage][item].copyFrom(s.computed[stage - 1][item], stream);
     const auto n = static_cast<unsigned>(floats);
-    launch(s.kernels[stage].function("scale"), {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1},
-                                                .stream = stream.native()},
+    launch(s.kernels[stage].function("scale"),
+           {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1}, .stream = stream.native()},
            s.computed[stage][item].address(), s.received[stage][item].address(), 1.0f, n);
 }
 
@@ -52,30 +52,19 @@ void stageWork(const Setup& s, std::size_t stage, const Stream& stream, std::siz
 int main(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto next = [&]() -> long { return i + 1 < argc ? std::atol(argv[++i]) : 0; };
-        if (arg == "--stages")
-            o.stages = static_cast<int>(next());
-        else if (arg == "--items")
-            o.items = static_cast<std::size_t>(next());
-        else if (arg == "--floats")
-            o.floats = static_cast<std::size_t>(next());
-        else if (arg == "--repeats")
-            o.repeats = static_cast<int>(next());
-        else if (arg == "--csv")
-            o.csv = true;
-        else {
-            std::fprintf(stderr, "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] "
-                                 "[--csv]\n");
-            return 2;
-        }
+    if (!parseFlags(argc, argv,
+                    {{"--stages", &o.stages},
+                     {"--items", &o.items},
+                     {"--floats", &o.floats},
+                     {"--repeats", &o.repeats},
+                     {"--csv", &o.csv}})) {
+        std::fprintf(
+            stderr,
+            "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]\n");
+        return 2;
     }
-    const auto status = Driver::status();
-    if (!status.loaded) {
-        std::fprintf(stderr, "cuctx-bench-pipeline: nothing to measure: %s\n", status.message.c_str());
+    if (!driverReady("cuctx-bench-pipeline"))
         return 77;
-    }
     const char* ptxEnv = std::getenv("CUCTX_BENCH_PTX");
     const std::string ptx = ptxEnv != nullptr && ptxEnv[0] != '\0' ? ptxEnv : CUCTX_BENCH_PTX;
     const Device device = Device::get(0);
@@ -95,9 +84,10 @@ int main(int argc, char** argv)
         s.received[0][item].fill32(0x3f800000u); // 1.0f
     std::vector<Pipeline::Stage> stages;
     for (int i = 0; i < o.stages; ++i)
-        stages.push_back({s.contexts[static_cast<std::size_t>(i)], [&, i](const Stream& stream, std::size_t item) {
-                              stageWork(s, static_cast<std::size_t>(i), stream, item, o.floats);
-                          }});
+        stages.push_back(
+            {s.contexts[static_cast<std::size_t>(i)], [&, i](const Stream& stream, std::size_t item) {
+                 stageWork(s, static_cast<std::size_t>(i), stream, item, o.floats);
+             }});
     Pipeline pipeline(std::move(stages));
 
     double chained = 1e300, synced = 1e300;
@@ -110,7 +100,8 @@ int main(int argc, char** argv)
         t0 = Clock::now();
         for (std::size_t item = 0; item < o.items; ++item)
             for (int i = 0; i < o.stages; ++i) {
-                stageWork(s, static_cast<std::size_t>(i), pipeline.stream(static_cast<std::size_t>(i)), item, o.floats);
+                stageWork(s, static_cast<std::size_t>(i), pipeline.stream(static_cast<std::size_t>(i)), item,
+                          o.floats);
                 pipeline.stream(static_cast<std::size_t>(i)).synchronize(); // the host waits for each stage
             }
         const double b = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -123,11 +114,13 @@ int main(int argc, char** argv)
     std::snprintf(ra, sizeof ra, "%.2f ms", synced);
     std::snprintf(rb, sizeof rb, "%.2f ms", chained);
     if (!o.csv)
-        std::printf("cuctx-bench-pipeline: %s, %d stages on %d contexts, %zu items of %zu floats (best of %d);\n"
-                    "the first column synchronises the host after every stage, the second chains the stages by "
-                    "events\n\n",
-                    device.name().c_str(), o.stages, o.stages, o.items, o.floats, o.repeats);
-    print({Row{"pipeline: events vs host sync", ra, rb, synced / chained, "(faster is better)", chained <= synced}},
+        std::printf(
+            "cuctx-bench-pipeline: %s, %d stages on %d contexts, %zu items of %zu floats (best of %d);\n"
+            "the first column synchronises the host after every stage, the second chains the stages by "
+            "events\n\n",
+            device.name().c_str(), o.stages, o.stages, o.items, o.floats, o.repeats);
+    print({Row{"pipeline: events vs host sync", ra, rb, synced / chained, "(faster is better)",
+               chained <= synced}},
           o.csv);
     return 0;
 }
