@@ -2,6 +2,7 @@
 
 #include "context/fence.hpp"
 #include "context/thread_state.hpp"
+#include "cuctx/process_report.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "log.hpp"
@@ -206,6 +207,44 @@ std::vector<long> threadsUsing(const ContextState& state)
             tids.push_back(ts.tid);
     });
     return tids;
+}
+
+void snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads)
+{
+    static const char* const kinds[] = {"created", "primary", "green"};
+    std::lock_guard lock(registryMutex());
+    const std::vector<ContextState*>& live = liveStatesLocked();
+    const std::size_t first = contexts.size();
+    for (const ContextState* state : live) {
+        ContextSnapshot c;
+        c.id = state->id;
+        c.device = state->ordinal;
+        c.kind = kinds[static_cast<int>(state->kind)];
+        c.description = describeContext(*state);
+        c.handles = state->handles.load(std::memory_order_relaxed);
+        c.destructionDeferred = state->orphaned.load(std::memory_order_relaxed);
+        contexts.push_back(std::move(c));
+    }
+    for (ThreadState* ts : registeredThreads()) {
+        ThreadSnapshot t;
+        t.tid = ts->tid;
+        for (SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire)) {
+            for (const Slot& slot : b->slots) {
+                // A slot's state is cleared (under this mutex) before its context is freed.
+                const ContextState* state = slot.state.load(std::memory_order_acquire);
+                const std::uint32_t uses = slot.uses.load(std::memory_order_acquire);
+                if (state == nullptr || uses == 0)
+                    continue;
+                t.uses.push_back({state->id, describeContext(*state), uses});
+                t.depth += uses;
+                const auto at = std::find(live.begin(), live.end(), state);
+                if (at != live.end())
+                    contexts[first + static_cast<std::size_t>(at - live.begin())].threads.push_back(ts->tid);
+            }
+        }
+        if (!t.uses.empty())
+            threads.push_back(std::move(t));
+    }
 }
 
 ContextState* acquirePrimaryLocked(int ordinal) noexcept

@@ -27,6 +27,11 @@
 #include <string>
 #include <vector>
 
+namespace cuctx {
+struct ContextSnapshot;
+struct ThreadSnapshot;
+} // namespace cuctx
+
 namespace cuctx::detail {
 
 /// The registry of contexts cuctx has made (created, retained or green) and not yet destroyed or
@@ -58,6 +63,10 @@ void lastUseEnded(ContextState* state) noexcept;
 
 /// The threads (kernel ids) that have `state` entered right now.
 std::vector<long> threadsUsing(const ContextState& state);
+
+/// Every live context and every thread that has one entered, read under the registry mutex (so
+/// that no context is freed meanwhile) for cuctx::processReport. Thread names are left empty.
+void snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads);
 
 /// Primary contexts are interned per device. Under registryMutex(): the live state of device
 /// `ordinal`'s primary context with one more handle, or nullptr; and recording a new one.

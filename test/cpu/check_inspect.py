@@ -1,47 +1,43 @@
 #!/usr/bin/env python3
-"""cuctx-inspect as a user meets it: each driver situation gives its documented exit status, one
-clear line for people, and --json output that validates against docs/schema/inspect-devices.schema.json.
+"""cuctx-inspect as a user meets it: each command in each driver situation gives its documented exit
+status, one clear line for people, and --json output that validates against docs/schema/.
 
-usage: check_inspect.py INSPECT FAKE_DRIVER STUB_DRIVER SCHEMA MODULE_SCHEMA PTX
+usage: check_inspect.py INSPECT FAKE_DRIVER STUB_DRIVER SCHEMA_DIR PTX
 """
+import csv
+import io
 import json
 import os
+import pty
 import subprocess
 import sys
 import tempfile
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("check_inspect.py needs python3-jsonschema (apt-get install python3-jsonschema)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import expect, finish  # noqa: E402
+import checks  # noqa: E402
 
-inspect, fake, stub, schema_path, module_schema_path, ptx = sys.argv[1:7]
-
-
-def load_validator(path):
-    with open(path) as f:
-        schema = json.load(f)
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+inspect, fake, stub, schema_dir, ptx = sys.argv[1:6]
+store = checks.load_store(schema_dir)
 
 
-validator = load_validator(schema_path)
-module_validator = load_validator(module_schema_path)
-failures = []
+def load_validator(name):
+    return checks.validator(store, name)
+
+
+validator = load_validator("inspect-devices.schema.json")
+module_validator = load_validator("inspect-module.schema.json")
+
+
+HERMETIC = ("CUDA_VISIBLE_DEVICES", "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH", "CUDA_CACHE_MAXSIZE",
+            "CUDA_MODULE_LOADING", "NO_COLOR", "LD_LIBRARY_PATH")
 
 
 def run(args, **env):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_")}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
     full_env.update(env)
     return subprocess.run([inspect, *args], capture_output=True, text=True, env=full_env, timeout=60)
 
-
-def expect(name, condition, detail=""):
-    print(("ok     " if condition else "FAILED ") + name)
-    if not condition:
-        failures.append(name)
-        if detail:
-            print("       " + detail.replace("\n", "\n       "))
 
 
 def check_json(name, result, status, code, validator=validator):
@@ -160,5 +156,177 @@ check_json("module without a driver", run(["module", ptx, "--json"], CUCTX_DRIVE
            module_validator)
 expect("module without FILE: exit status 2", run(["module"]).returncode == 2)
 
-print(f"{len(failures)} failed")
-sys.exit(1 if failures else 0)
+# Every command without a driver: its exit status, one line, and a valid document.
+for command, schema in [("topology", "inspect-topology.schema.json"), ("context", "inspect-context.schema.json"),
+                        ("bench", "inspect-bench.schema.json")]:
+    check_line(f"{command} without a driver", run([command], CUCTX_DRIVER_PATH=missing), 3, "no CUDA driver", missing)
+    check_json(f"{command} without a driver", run([command, "--json"], CUCTX_DRIVER_PATH=missing), "no_driver", 3,
+               load_validator(schema))
+    check_line(f"{command} with the stub", run([command], CUCTX_DRIVER_PATH=stub), 4, "stub CUDA driver")
+    check_line(f"{command} without a device", run([command], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="0"), 5,
+               "no CUDA device")
+    helped = run([command, "--help"])
+    expect(f"{command} --help: exit 0 and its own usage", helped.returncode == 0 and
+           helped.stdout.startswith(f"usage: cuctx-inspect {command}"), helped.stdout)
+    expect(f"{command} --help fits 80 columns", all(len(l) <= 80 for l in helped.stdout.splitlines()), helped.stdout)
+expect("an option of another command is a usage error", run(["topology", "--primary"]).returncode == 2)
+expect("an unknown command is a usage error", run(["frobnicate"]).returncode == 2)
+expect("--device without a number is a usage error", run(["context", "--device", "x"]).returncode == 2)
+expect("--help lists every command", all(c in run(["--help"]).stdout for c in
+                                         ["devices", "topology", "context", "module", "doctor", "bench"]))
+
+# topology on three fake devices (they have no peer access, as on a machine without P2P).
+topology_validator = load_validator("inspect-topology.schema.json")
+doc = check_json("topology", run(["topology", "--json"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="3"), "ok", 0,
+                 topology_validator)
+if doc:
+    expect("topology: every ordered pair", sorted((l["from"], l["to"]) for l in doc["links"]) ==
+           [(a, b) for a in range(3) for b in range(3) if a != b], str(doc["links"]))
+    expect("topology: no peer access on the fake", not any(l["can_access_peer"] for l in doc["links"]))
+table = run(["topology"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="3")
+rows = [l.split() for l in table.stdout.splitlines() if l.startswith("GPU")]
+expect("topology: a 3x3 matrix", [r[:4] for r in rows] == [["GPU0", "-", "no", "no"], ["GPU1", "no", "-", "no"],
+                                                                 ["GPU2", "no", "no", "-"]], table.stdout)
+expect("topology: fits 80 columns", all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+single = run(["topology"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="1")
+expect("topology: one device says it has no peer links", "One device has no peer links" in single.stdout, single.stdout)
+
+# context: what a created and a primary context report, and what they cost on the fake (512 MiB each).
+context_validator = load_validator("inspect-context.schema.json")
+doc = check_json("context", run(["context", "--json", "--device", "1"], CUCTX_DRIVER_PATH=fake), "ok", 0,
+                 context_validator)
+if doc:
+    expect("context: its device", doc["device"] == 1 and doc["context"]["device_name"] == "cuctx Fake GPU 1")
+    expect("context: the memory it took", doc["cost"]["device_memory_bytes"] == 512 << 20, str(doc["cost"]))
+    expect("context: limits read", doc["context"]["limits"]["stack_size"] == 1024, str(doc["context"]["limits"]))
+    expect("context: priority range", doc["context"]["stream_priorities"] == {"least": 0, "greatest": -5})
+    expect("context: a created context", doc["primary"] is False and "sched auto" in doc["context"]["flag_names"])
+doc = check_json("context --primary", run(["context", "--json", "--primary"], CUCTX_DRIVER_PATH=fake), "ok", 0,
+                 context_validator)
+if doc:
+    expect("context --primary: the memory it took", doc["cost"]["device_memory_bytes"] == 512 << 20, str(doc["cost"]))
+table = run(["context"], CUCTX_DRIVER_PATH=fake)
+expect("context: table fits 80 columns", table.returncode == 0 and
+       all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+expect("context: table shows the cost", any("device memory it took" in l and l.endswith(" 512 MiB")
+                                             for l in table.stdout.splitlines()), table.stdout)
+doc = check_json("context on a missing device", run(["context", "--json", "--device", "7"], CUCTX_DRIVER_PATH=fake),
+                 "usage_error", 2, context_validator)
+if doc:
+    expect("context on a missing device: says how many there are", "the driver sees 2 device(s)" in doc["message"],
+           doc["message"])
+
+# bench: every row measured, raw against cuctx, in each of the three forms.
+bench_validator = load_validator("inspect-bench.schema.json")
+quick = ["--iterations", "2000", "--threads", "2"]
+doc = check_json("bench", run(["bench", "--json", *quick], CUCTX_DRIVER_PATH=fake), "ok", 0, bench_validator)
+if doc:
+    names = [r["name"] for r in doc["rows"]]
+    expect("bench: the rows driver-facts.md measures", any("switching guard" in n for n in names) and
+           any("shared context" in n for n in names) and any("launch" in n for n in names), str(names))
+    expect("bench: raw figures are positive", all(r["raw"] > 0 for r in doc["rows"]), str(doc["rows"]))
+    elided = next(r for r in doc["rows"] if r["name"].startswith("push+pop pair / guard on current"))
+    expect("bench: an elided guard beats the raw pair", elided["speedup"] > 1, str(elided))
+csv_out = run(["bench", "--csv", *quick], CUCTX_DRIVER_PATH=fake)
+records = list(csv.reader(io.StringIO(csv_out.stdout)))
+expect("bench --csv: a header and a record of 5 fields per row", csv_out.returncode == 0 and
+       records[0] == ["measurement", "unit", "raw", "cuctx", "speedup"] and
+       len(records) == 1 + len(doc["rows"] if doc else []) and all(len(r) == 5 for r in records), csv_out.stdout)
+table = run(["bench", *quick], CUCTX_DRIVER_PATH=fake)
+expect("bench: table fits 80 columns", table.returncode == 0 and all(len(l) <= 80 for l in table.stdout.splitlines()),
+       table.stdout)
+
+# doctor: each check on the fake driver, the exit status that goes with the worst finding.
+doctor_validator = load_validator("inspect-doctor.schema.json")
+with tempfile.TemporaryDirectory() as home:
+    clean = dict(CUDA_CACHE_PATH=os.path.join(home, "cache"))
+
+    def doctor(*args, **env):
+        merged = dict(clean)
+        merged.update(env)
+        return run(["doctor", *args], **merged)
+
+    def findings(result):
+        try:
+            return {(f["check"], f["severity"]): f for f in json.loads(result.stdout)["findings"]}
+        except (json.JSONDecodeError, KeyError):
+            return {}
+
+    doc = check_json("doctor, all well", doctor("--json", CUCTX_DRIVER_PATH=fake), "ok", 0, doctor_validator)
+    if doc:
+        expect("doctor: every check ran", {f["check"] for f in doc["findings"]} ==
+               {"driver", "loader-path", "devices", "visible-devices", "driver-version", "compute-mode",
+                "module-loading", "jit-cache", "fork"}, str(doc["findings"]))
+    cases = [
+        ("no driver", dict(CUCTX_DRIVER_PATH=missing), 11, ("driver", "error"), "install the NVIDIA driver"),
+        ("the stub", dict(CUCTX_DRIVER_PATH=stub), 11, ("driver", "error"), "stubs folder"),
+        ("no device", dict(CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="0"), 11, ("devices", "error"), "nvidia-smi"),
+        ("empty CUDA_VISIBLE_DEVICES", dict(CUCTX_DRIVER_PATH=fake, CUDA_VISIBLE_DEVICES=""), 11,
+         ("visible-devices", "error"), "hides every GPU"),
+        ("bad CUDA_VISIBLE_DEVICES entry", dict(CUCTX_DRIVER_PATH=fake, CUDA_VISIBLE_DEVICES="0,gpu1,2"), 10,
+         ("visible-devices", "warning"), "every entry after it"),
+        ("old driver", dict(CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DRIVER_VERSION="12040"), 10,
+         ("driver-version", "warning"), "CUDA 12.4"),
+        ("eager loading", dict(CUCTX_DRIVER_PATH=fake, CUDA_MODULE_LOADING="EAGER"), 0, ("module-loading", "note"),
+         "CUDA_MODULE_LOADING=EAGER"),
+        ("JIT cache disabled", dict(CUCTX_DRIVER_PATH=fake, CUDA_CACHE_DISABLE="1"), 10, ("jit-cache", "warning"),
+         "CUDA_CACHE_DISABLE=1"),
+        ("JIT cache limit above 4 GiB", dict(CUCTX_DRIVER_PATH=fake, CUDA_CACHE_MAXSIZE="8589934592"), 10,
+         ("jit-cache", "warning"), "4 GiB"),
+        ("JIT cache folder impossible", dict(CUCTX_DRIVER_PATH=fake, CUDA_CACHE_PATH=os.path.join(ptx, "cache")), 10,
+         ("jit-cache", "warning"), "cannot be made"),
+    ]
+    for name, env, code, key, words in cases:
+        result = doctor("--json", **env)
+        check_json(f"doctor, {name}", result, "error" if code == 11 else "warning" if code == 10 else "ok", code,
+                   doctor_validator)
+        found = findings(result).get(key)
+        expect(f"doctor, {name}: {key[0]} {key[1]}", found is not None, result.stdout)
+        if found:
+            text = found["summary"] + " " + (found["advice"] or "")
+            expect(f"doctor, {name}: says '{words}'", words in text, text)
+    # A stubs folder on LD_LIBRARY_PATH, though the real (here: fake) driver loads.
+    stubs = os.path.join(home, "cuda", "lib64", "stubs")
+    os.makedirs(stubs)
+    open(os.path.join(stubs, "libcuda.so"), "w").close()
+    result = doctor("--json", CUCTX_DRIVER_PATH=fake, LD_LIBRARY_PATH=stubs)
+    expect("doctor: a stubs folder on LD_LIBRARY_PATH is a warning",
+           ("loader-path", "warning") in findings(result) and result.returncode == 10, result.stdout)
+    # A cache near its limit.
+    cache = os.path.join(home, "full-cache")
+    os.makedirs(cache)
+    with open(os.path.join(cache, "blob"), "wb") as f:
+        f.write(b"x" * 9500)
+    result = doctor("--json", CUCTX_DRIVER_PATH=fake, CUDA_CACHE_PATH=cache, CUDA_CACHE_MAXSIZE="10000")
+    expect("doctor: a nearly full JIT cache is a warning", ("jit-cache", "warning") in findings(result), result.stdout)
+
+    table = doctor(CUCTX_DRIVER_PATH=fake, CUDA_CACHE_DISABLE="1")
+    expect("doctor: the table says what to do", "Fix: unset CUDA_CACHE_DISABLE" in " ".join(table.stdout.split()),
+           table.stdout)
+    expect("doctor: table fits 80 columns", all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+    expect("doctor: no colour when stdout is no terminal", "\x1b[" not in table.stdout, table.stdout)
+
+    # Colour on a terminal, unless NO_COLOR is set.
+    def on_terminal(**env):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
+        full_env.update(clean, CUCTX_DRIVER_PATH=fake, TERM="xterm", **env)
+        main, child = pty.openpty()
+        proc = subprocess.Popen([inspect, "doctor"], stdout=child, stderr=subprocess.DEVNULL, env=full_env)
+        os.close(child)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=60)
+        os.close(main)
+        return out.decode(errors="replace")
+
+    expect("doctor: colour on a terminal", "\x1b[32mok" in on_terminal())
+    expect("doctor: NO_COLOR turns colour off on a terminal", "\x1b[" not in on_terminal(NO_COLOR="1"))
+
+finish()

@@ -9,16 +9,10 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import expect, finish  # noqa: E402
+
 mpirun, example, fake = sys.argv[1:4]
-failures = []
-
-
-def expect(name, condition, detail=""):
-    print(("ok     " if condition else "FAILED ") + name)
-    if not condition:
-        failures.append(name)
-        if detail:
-            print("       " + detail.replace("\n", "\n       "))
 
 
 def run(ranks):
@@ -44,5 +38,4 @@ expect("5 ranks on 4 devices: says which rank and why",
        "local rank 4 (OMPI_COMM_WORLD_LOCAL_RANK) has no device of its own: 4 visible" in five.stderr,
        five.stderr)
 
-print(f"{len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

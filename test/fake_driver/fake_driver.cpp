@@ -530,7 +530,9 @@ CUresult CUDAAPI fakeMemGetInfo(size_t* free, size_t* total)
 CUresult CUDAAPI fakeModuleGetLoadingMode(CUmoduleLoadingMode* mode)
 {
     FAKE_ENTER("cuModuleGetLoadingMode");
-    *mode = CU_MODULE_LAZY_LOADING;
+    // As the real driver: lazy unless CUDA_MODULE_LOADING says EAGER.
+    const char* loading = std::getenv("CUDA_MODULE_LOADING");
+    *mode = loading != nullptr && std::string_view(loading) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
 

@@ -13,10 +13,8 @@
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
-#include "driver/driver_state.hpp"
+#include "measure.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,7 +25,6 @@
 namespace {
 
 using namespace cuctx::bench;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
     long launches = 100'000;
@@ -37,11 +34,6 @@ struct Options {
     bool csv = false;
     std::string ptx;
 };
-
-double nsSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-}
 
 } // namespace
 
@@ -63,8 +55,7 @@ int main(int argc, char** argv)
     if (!driverReady("cuctx-bench-modules"))
         return 77;
     // The PTX to load: a file, or an empty kernel of our own.
-    std::string ptx =
-        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n    ret;\n}\n";
+    std::string ptx = kEmptyKernelPtx;
     if (!o.ptx.empty()) {
         std::ifstream in(o.ptx, std::ios::binary);
         if (!in) {
@@ -73,70 +64,24 @@ int main(int argc, char** argv)
         }
         ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     }
-    const auto& d = cuctx::detail::api();
     const cuctx::Device device = cuctx::Device::get(0);
     cuctx::Context ctx = cuctx::Context::create(device);
-    cuctx::ContextBinding binding(ctx); // a worker with its context bound, as a backend runs kernels
     const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
-    const cuctx::Module module = cuctx::Module::cached(ctx, bytes, {}, "bench");
-    const cuctx::Function empty = module.function("empty");
-    const CUfunction raw = empty.native();
-    const cuctx::LaunchConfig config{.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    const cuctx::Function empty = cuctx::Module::cached(ctx, bytes, {}, "bench").function("empty");
     std::vector<Row> rows;
 
-    // Launch enqueue time, interleaved rounds.
-    double rawNs = 0, cuctxNs = 0;
-    const long rounds = std::max(1L, o.launches / o.batch);
-    ctx.synchronize();
-    for (long r = 0; r < rounds; ++r) {
-        for (int which = 0; which < 2; ++which) {
-            const auto t0 = Clock::now();
-            if (which == 0) {
-                for (long i = 0; i < o.batch; ++i)
-                    d.cuLaunchKernel(raw, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
-            } else {
-                for (long i = 0; i < o.batch; ++i)
-                    cuctx::launch(empty, config);
-            }
-            (which == 0 ? rawNs : cuctxNs) += nsSince(t0);
-            ctx.synchronize();
-        }
-    }
-    const double launches = static_cast<double>(rounds * o.batch);
-    rows.push_back({"empty-kernel launch (enqueue)", ns(rawNs / launches), ns(cuctxNs / launches),
-                    cuctxNs / rawNs, "<= 1.02x raw", cuctxNs / rawNs <= 1.02});
+    const LaunchCosts l = measureLaunch(ctx, empty, o.launches, o.batch);
+    const double launches = static_cast<double>(l.launches);
+    rows.push_back({"empty-kernel launch (enqueue)", ns(l.raw), ns(l.cuctx), l.cuctx / l.raw, "<= 1.02x raw",
+                    l.cuctx / l.raw <= 1.02});
 
-    // Cache hits against loading again.
-    const auto t0 = Clock::now();
-    for (long i = 0; i < o.hits; ++i) {
-        const cuctx::Module hit = cuctx::Module::cached(ctx, bytes, {}, "bench");
-        keep(hit);
-    }
-    const double hitNs = nsSince(t0) / static_cast<double>(o.hits);
-    std::vector<double> loads;
-    std::string cstr = ptx; // NUL-terminated for the driver
-    for (int i = 0; i < o.loads + 1; ++i) {
-        CUmodule m = nullptr;
-        const auto l0 = Clock::now();
-        const CUresult r = d.cuModuleLoadDataEx(&m, cstr.c_str(), 0, nullptr, nullptr);
-        const double elapsed = nsSince(l0);
-        if (r != CUDA_SUCCESS) {
-            std::fprintf(stderr, "cuctx-bench-modules: cuModuleLoadDataEx failed with %d\n",
-                         static_cast<int>(r));
-            return 1;
-        }
-        d.cuModuleUnload(m);
-        if (i > 0) // the first may be the cold JIT, if the disk cache was empty
-            loads.push_back(elapsed);
-    }
-    std::sort(loads.begin(), loads.end());
-    const double loadNs = loads[loads.size() / 2];
+    const CacheCosts c = measureModuleCache(ctx, bytes, o.hits, o.loads);
     char us[32];
-    std::snprintf(us, sizeof us, "%.3f us", hitNs / 1000);
+    std::snprintf(us, sizeof us, "%.3f us", c.hit / 1000);
     char loadUs[32];
-    std::snprintf(loadUs, sizeof loadUs, "%.1f us", loadNs / 1000);
-    rows.push_back({"module cache hit vs load again", loadUs, us, loadNs / hitNs, "<= 1 us, >= 50x faster",
-                    hitNs <= 1000 && loadNs / hitNs >= 50});
+    std::snprintf(loadUs, sizeof loadUs, "%.1f us", c.load / 1000);
+    rows.push_back({"module cache hit vs load again", loadUs, us, c.load / c.hit, "<= 1 us, >= 50x faster",
+                    c.hit <= 1000 && c.load / c.hit >= 50});
 
     if (!o.csv) {
         const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");

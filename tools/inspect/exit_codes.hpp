@@ -17,6 +17,8 @@ enum ExitCode : int {
     exitForked = 7,          ///< forked after CUDA was initialised
     exitDriverError = 8,     ///< a driver call failed while inspecting
     exitModuleError = 9,     ///< `module FILE`: the file is missing or not an image, or it did not load
+    exitDoctorWarnings = 10, ///< `doctor`: warnings, no errors
+    exitDoctorErrors = 11,   ///< `doctor`: at least one error
 };
 
 /// The exit status and the JSON "status" word for a load failure.
@@ -34,6 +36,7 @@ inline Outcome outcomeFor(Errc condition)
     case Errc::no_device: return {exitNoDevice, "no_device", "no CUDA device"};
     case Errc::driver_too_old: return {exitDriverTooOld, "driver_too_old", "CUDA driver too old"};
     case Errc::forked_after_init: return {exitForked, "forked_after_init", "forked after CUDA init"};
+    case Errc::invalid_argument: return {exitUsage, "usage_error", "bad argument"}; // --device 9 of 2, say
     default: return {exitDriverError, "driver_error", "CUDA driver error"};
     }
 }

@@ -1,318 +1,179 @@
-// cuctx-inspect: what this machine's CUDA driver and devices are, for people (an aligned table)
-// and for programs (--json, schema in docs/schema/inspect-devices.schema.json).
+// cuctx-inspect: what this machine's CUDA driver, devices and contexts are and cost, for people (an
+// aligned table) and for programs (--json; schemas in docs/schema/). docs/cuctx-inspect.md.
 
-#include "exit_codes.hpp"
-#include "json_writer.hpp"
-#include "module_command.hpp"
+#include "command_line.hpp"
+#include "report/report_format.hpp"
 
 #include "cuctx/cuctx.hpp"
 
-#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace {
 
-using namespace cuctx;
 using namespace cuctx::tools;
 
-constexpr int kSchemaVersion = 1;
-
-struct Options {
-    bool json = false;
-    bool verbose = false;
-    bool memory = false;
+struct Command {
+    const char* name;
+    int (*run)(const CommandLine&);
+    const char* synopsis; // after "cuctx-inspect NAME"
+    const char* summary;
+    const char* options;  // its own options, one per line
 };
 
-struct DeviceReport {
-    DeviceProperties props;
-    Device::PrimaryContextState primary;
-    std::optional<std::size_t> freeMemory;
+const Command kCommands[] = {
+    {"devices", runDevices, "[--memory]", "the driver and every device (the default command)",
+     "  --memory        also measure free memory (activates each primary context)\n"},
+    {"topology", runTopology, "", "the peer-access matrix and P2P attributes between devices", ""},
+    {"context", runContext, "[--device N] [--primary]",
+     "make a context on a device (or retain its primary one) and show what it reports and what it cost",
+     "  --device N      the device (default 0)\n"
+     "  --primary       retain the primary context instead of creating one\n"},
+    {"module", runModule, "FILE [--device N] [--primary]",
+     "load a PTX, cubin or fatbin and list its kernels with their attributes and occupancy; print the "
+     "JIT's log when it does not load",
+     "  --device N      the device to load it on (default 0)\n"
+     "  --primary       load it into the primary context instead of a new one\n"},
+    {"doctor", runDoctor, "", "check the CUDA set-up; one line per finding with what to do about it", ""},
+    {"bench", runBench, "[--device N] [--threads N] [--iterations N] [--csv]",
+     "measure context switching, guards, launches and module loads here, raw driver against cuctx",
+     "  --device N      the device (default 0)\n"
+     "  --threads N     threads for the shared-context runs (default: CPUs, 2-16)\n"
+     "  --iterations N  per measurement (default 200000)\n"
+     "  --csv           comma-separated values instead of the table\n"},
 };
+
+const char* const kCommon = "  --json          machine-readable output (docs/schema/inspect-*.schema.json)\n"
+                            "  -v, --verbose   everything, not only the table\n"
+                            "  -h, --help      this text; --version: cuctx's version\n";
+
+const char* const kFooter =
+    "\nEnvironment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES,\n"
+    "CUCTX_LOG_LEVEL, NO_COLOR.\n"
+    "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
+    "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
+    "9 the module did not load, 10 doctor found warnings, 11 doctor found errors.\n";
+
+const Command* find(std::string_view name)
+{
+    for (const Command& c : kCommands)
+        if (name == c.name)
+            return &c;
+    return nullptr;
+}
 
 void printUsage(std::FILE* to)
 {
-    std::fprintf(to,
-                 "usage: cuctx-inspect [devices] [--json] [--memory] [--verbose]\n"
-                 "       cuctx-inspect module FILE [--device N] [--primary] [--json] [--verbose]\n"
-                 "\n"
-                 "Shows the CUDA driver cuctx loads and the devices it sees, or what a module holds.\n"
-                 "\n"
-                 "  devices      the driver and every device (the default)\n"
-                 "  module FILE  load a PTX, cubin or fatbin and list its kernels with their attributes\n"
-                 "               and occupancy; print the JIT's log when it does not load\n"
-                 "  --json       machine-readable output (docs/schema/inspect-*.schema.json)\n"
-                 "  --memory     also measure free memory (activates each primary context)\n"
-                 "  --device N   the device to load the module on (default 0)\n"
-                 "  --primary    load it into the primary context instead of a new one\n"
-                 "  -v, --verbose  every attribute of every device or kernel\n"
-                 "  --help, --version\n"
-                 "\n"
-                 "Environment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES.\n"
-                 "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
-                 "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
-                 "9 the module did not load (module FILE).\n");
-}
-
-std::string cudaVersionText(int v)
-{
-    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
-std::string gib(std::size_t bytes)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-    return text;
-}
-
-std::optional<std::string> visibleDevices()
-{
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"))
-        return std::string(v);
-    return std::nullopt;
-}
-
-std::vector<DeviceReport> collect(const Options& options)
-{
-    std::vector<DeviceReport> reports;
-    for (const Device& device : Device::all()) {
-        DeviceReport r{device.properties(), device.primaryContextState(), std::nullopt};
-        // Free memory needs a context: measure it only where that changes nothing, or when asked.
-        if (options.memory || r.primary.active)
-            r.freeMemory = device.memoryInfo().free;
-        reports.push_back(std::move(r));
+    std::fprintf(to, "usage: cuctx-inspect [COMMAND] [OPTIONS]\n\n"
+                     "Shows the CUDA driver, devices and contexts as cuctx sees them.\n\n");
+    for (const Command& c : kCommands) {
+        char head[24];
+        std::snprintf(head, sizeof head, "  %-12s ", c.name);
+        std::fprintf(to, "%s\n", cuctx::detail::wrapText(head + std::string(c.summary), 80, 15).c_str());
     }
-    return reports;
+    std::fprintf(to, "\nOptions of every command:\n%s", kCommon);
+    std::fprintf(to, "'cuctx-inspect COMMAND --help' shows a command's own options.\n%s", kFooter);
 }
 
-void writeDriver(JsonWriter& j, const Driver::Status& st)
+void printCommandUsage(const Command& c)
 {
-    j.key("driver").beginObject();
-    j.key("version").value(st.driverVersion != 0 ? std::optional<int>(st.driverVersion) : std::nullopt);
-    j.key("version_string")
-        .value(st.driverVersion != 0 ? std::optional<std::string>(cudaVersionText(st.driverVersion)) : std::nullopt);
-    j.key("requested_path").value(st.requestedPath);
-    j.key("resolved_path")
-        .value(st.resolvedPath.empty() ? std::nullopt : std::optional<std::string>(st.resolvedPath));
-    j.key("header_version").value(Driver::headerVersion());
-    std::optional<std::string> loading;
-    if (st.loaded) {
-        try {
-            const ModuleLoadingMode mode = Module::loadingMode();
-            if (mode != ModuleLoadingMode::unknown)
-                loading = mode == ModuleLoadingMode::lazy ? "lazy" : "eager";
-        } catch (const Error&) {
-        }
-    }
-    j.key("module_loading").value(loading);
-    j.endObject();
+    std::string usage = "usage: cuctx-inspect ";
+    usage += c.name;
+    if (c.synopsis[0] != '\0')
+        usage += std::string(" ") + c.synopsis;
+    usage += " [--json] [-v]";
+    std::printf("%s\n\n", cuctx::detail::wrapText(usage, 80, 21).c_str());
+    std::string summary = c.summary;
+    summary[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(summary[0])));
+    std::printf("%s.\n\n", cuctx::detail::wrapText(summary, 80, 0).c_str());
+    std::printf("Options:\n%s%s%s", c.options, kCommon, kFooter);
 }
 
-void writeDevice(JsonWriter& j, const DeviceReport& r)
+int usageError(const std::string& what)
 {
-    const DeviceProperties& p = r.props;
-    j.beginObject();
-    j.key("ordinal").value(p.ordinal);
-    j.key("name").value(p.name);
-    j.key("uuid").value(p.uuid);
-    j.key("pci_bus_id").value(p.pciBusId);
-    j.key("compute_capability")
-        .value(std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor));
-    j.key("total_memory_bytes").value(static_cast<std::uint64_t>(p.totalMemory));
-    j.key("free_memory_bytes").value(r.freeMemory ? std::optional<std::uint64_t>(*r.freeMemory) : std::nullopt);
-    j.key("multiprocessors").value(p.multiprocessors);
-    j.key("max_threads_per_block").value(p.maxThreadsPerBlock);
-    j.key("max_threads_per_multiprocessor").value(p.maxThreadsPerMultiprocessor);
-    j.key("max_block_dim").beginArray().value(p.maxBlockDim[0]).value(p.maxBlockDim[1]).value(p.maxBlockDim[2]).endArray();
-    j.key("max_grid_dim").beginArray().value(p.maxGridDim[0]).value(p.maxGridDim[1]).value(p.maxGridDim[2]).endArray();
-    j.key("warp_size").value(p.warpSize);
-    j.key("registers_per_block").value(p.registersPerBlock);
-    j.key("registers_per_multiprocessor").value(p.registersPerMultiprocessor);
-    j.key("shared_memory_per_block_bytes").value(p.sharedMemoryPerBlock);
-    j.key("shared_memory_per_block_optin_bytes").value(p.sharedMemoryPerBlockOptin);
-    j.key("shared_memory_per_multiprocessor_bytes").value(p.sharedMemoryPerMultiprocessor);
-    j.key("l2_cache_bytes").value(p.l2CacheSize);
-    j.key("memory_bus_width_bits").value(p.memoryBusWidth);
-    j.key("memory_clock_khz").value(p.memoryClockRate);
-    j.key("clock_khz").value(p.clockRate);
-    j.key("compute_mode").value(p.computeModeName());
-    j.key("async_engines").value(p.asyncEngines);
-    j.key("unified_addressing").value(p.unifiedAddressing);
-    j.key("managed_memory").value(p.managedMemory);
-    j.key("concurrent_kernels").value(p.concurrentKernels);
-    j.key("cooperative_launch").value(p.cooperativeLaunch);
-    j.key("ecc_enabled").value(p.eccEnabled);
-    j.key("integrated").value(p.integrated);
-    j.key("memory_pools").value(p.memoryPools);
-    j.key("primary_context").beginObject();
-    j.key("active").value(r.primary.active);
-    j.key("flags").value(r.primary.flags);
-    j.endObject();
-    j.endObject();
+    std::fprintf(stderr, "cuctx-inspect: %s (cuctx-inspect --help lists the commands and options)\n", what.c_str());
+    return exitUsage;
 }
 
-void writeJson(const Driver::Status& st, const char* status, const std::string* message,
-               const std::vector<DeviceReport>& devices)
+bool takesOption(const Command& c, std::string_view option)
 {
-    JsonWriter j;
-    j.beginObject();
-    j.key("schema_version").value(kSchemaVersion);
-    j.key("tool").value("cuctx-inspect");
-    j.key("cuctx_version").value(CUCTX_VERSION_STRING);
-    j.key("status").value(status);
-    j.key("message").value(message != nullptr ? std::optional<std::string>(*message) : std::nullopt);
-    writeDriver(j, st);
-    j.key("cuda_visible_devices").value(visibleDevices());
-    j.key("devices").beginArray();
-    for (const DeviceReport& r : devices)
-        writeDevice(j, r);
-    j.endArray();
-    j.endObject();
-    std::fputs(j.text().c_str(), stdout);
+    return std::string_view(c.options).find(std::string(option) + " ") != std::string_view::npos ||
+           std::string_view(c.options).find(std::string(option) + "\n") != std::string_view::npos;
 }
 
-void printTable(const Driver::Status& st, const std::vector<DeviceReport>& devices, bool verbose)
+bool parseNumber(const char* text, long& out)
 {
-    std::printf("cuctx-inspect %s, CUDA driver %s (%d), CUDA headers %s\n", CUCTX_VERSION_STRING,
-                cudaVersionText(st.driverVersion).c_str(), st.driverVersion,
-                cudaVersionText(Driver::headerVersion()).c_str());
-    std::printf("libcuda: %s\n", st.resolvedPath.empty() ? st.requestedPath.c_str() : st.resolvedPath.c_str());
-    const ModuleLoadingMode loading = Module::loadingMode();
-    std::printf("module loading: %s\n", loading == ModuleLoadingMode::lazy    ? "lazy (kernels load at first use)"
-                                         : loading == ModuleLoadingMode::eager ? "eager (kernels load with their module)"
-                                                                               : "unknown");
-    const auto visible = visibleDevices();
-    std::printf("CUDA_VISIBLE_DEVICES: %s\n\n", visible ? visible->c_str() : "not set");
-
-    std::size_t nameWidth = 4;
-    for (const DeviceReport& r : devices)
-        nameWidth = std::max(nameWidth, r.props.name.size());
-    nameWidth = std::min<std::size_t>(nameWidth, 24);
-    std::printf("%-2s  %-*s  %-4s  %4s  %10s  %10s  %-12s  %s\n", "#", static_cast<int>(nameWidth), "Name", "CC",
-                "SMs", "Memory", "Free", "Bus id", "Primary");
-    for (const DeviceReport& r : devices) {
-        const DeviceProperties& p = r.props;
-        const std::string cc = std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor);
-        std::printf("%-2d  %-*.*s  %-4s  %4d  %10s  %10s  %-12s  %s\n", p.ordinal, static_cast<int>(nameWidth),
-                    static_cast<int>(nameWidth), p.name.c_str(), cc.c_str(), p.multiprocessors,
-                    gib(p.totalMemory).c_str(), r.freeMemory ? gib(*r.freeMemory).c_str() : "-",
-                    p.pciBusId.c_str(), r.primary.active ? "active" : "inactive");
-    }
-    if (!verbose)
-        return;
-    for (const DeviceReport& r : devices) {
-        const DeviceProperties& p = r.props;
-        std::printf("\ndevice %d: %s\n", p.ordinal, p.name.c_str());
-        auto row = [](const char* name, const std::string& value) { std::printf("  %-34s %s\n", name, value.c_str()); };
-        auto num = [&](const char* name, long long v) { row(name, std::to_string(v)); };
-        row("uuid", p.uuid);
-        row("pci bus id", p.pciBusId);
-        row("compute mode", p.computeModeName());
-        num("multiprocessors", p.multiprocessors);
-        num("max threads per block", p.maxThreadsPerBlock);
-        num("max threads per multiprocessor", p.maxThreadsPerMultiprocessor);
-        num("warp size", p.warpSize);
-        num("registers per block", p.registersPerBlock);
-        num("shared memory per block (bytes)", p.sharedMemoryPerBlock);
-        num("shared memory per block, opt-in", p.sharedMemoryPerBlockOptin);
-        num("shared memory per multiprocessor", p.sharedMemoryPerMultiprocessor);
-        num("L2 cache (bytes)", p.l2CacheSize);
-        num("memory bus width (bits)", p.memoryBusWidth);
-        num("memory clock (kHz)", p.memoryClockRate);
-        num("clock (kHz)", p.clockRate);
-        num("async engines", p.asyncEngines);
-        row("unified addressing", p.unifiedAddressing ? "yes" : "no");
-        row("managed memory", p.managedMemory ? "yes" : "no");
-        row("cooperative launch", p.cooperativeLaunch ? "yes" : "no");
-        row("ECC", p.eccEnabled ? "on" : "off");
-        row("primary context", std::string(r.primary.active ? "active" : "inactive") + ", flags " +
-                                   std::to_string(r.primary.flags));
-    }
-}
-
-// Reports a failure in the form asked for (one line on stderr, or the JSON document) and gives the
-// exit status that goes with it.
-int reportFailure(const Options& options, const Driver::Status& st, Errc condition, const std::string& message)
-{
-    const Outcome outcome = outcomeFor(condition);
-    if (options.json)
-        writeJson(st, outcome.status, &message, {});
-    else
-        std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, message.c_str());
-    return outcome.code;
-}
-
-int run(const Options& options)
-{
-    const Driver::Status st = Driver::status();
-    if (!st.loaded)
-        return reportFailure(options, st, st.condition, st.message);
-    std::vector<DeviceReport> devices;
-    try {
-        devices = collect(options);
-    } catch (const Error& e) {
-        return reportFailure(options, st, e.condition(), e.what());
-    }
-    if (options.json)
-        writeJson(st, "ok", nullptr, devices);
-    else
-        printTable(st, devices, options.verbose);
-    return exitOk;
+    char* end = nullptr;
+    out = std::strtol(text, &end, 10);
+    return end != text && *end == '\0' && out >= 0;
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    Options options;
-    std::optional<ModuleCommand> module;
-    for (int i = 1; i < argc; ++i) {
+    CommandLine line;
+    const Command* command = &kCommands[0];
+    bool help = false;
+    int first = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        command = find(argv[1]);
+        if (command == nullptr)
+            return usageError(std::string("unknown command '") + argv[1] + "'");
+        line.command = command->name;
+        first = 2;
+    }
+    for (int i = first; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        if (arg == "--json")
-            options.json = true;
-        else if (arg == "--memory")
-            options.memory = true;
-        else if (arg == "-v" || arg == "--verbose")
-            options.verbose = true;
-        else if (arg == "devices" && i == 1)
-            continue;
-        else if (arg == "module" && i == 1)
-            module.emplace();
-        else if (module && arg == "--device" && i + 1 < argc)
-            module->device = std::atoi(argv[++i]);
-        else if (module && arg == "--primary")
-            module->primary = true;
-        else if (module && module->file.empty() && !arg.empty() && arg[0] != '-')
-            module->file = arg;
-        else if (arg == "-h" || arg == "--help") {
-            printUsage(stdout);
-            return exitOk;
+        long number = 0;
+        if (arg == "--json") {
+            line.json = true;
+        } else if (arg == "-v" || arg == "--verbose") {
+            line.verbose = true;
+        } else if (arg == "-h" || arg == "--help") {
+            help = true;
         } else if (arg == "--version") {
-            std::printf("cuctx-inspect %s (CUDA %d headers)\n", CUCTX_VERSION_STRING, Driver::headerVersion());
+            std::printf("cuctx-inspect %s (CUDA %s headers)\n", CUCTX_VERSION_STRING,
+                        std::to_string(cuctx::Driver::headerVersion()).c_str());
             return exitOk;
+        } else if (!arg.empty() && arg[0] == '-' && !takesOption(*command, arg)) {
+            return usageError("'" + std::string(arg) + "' is no option of " + command->name);
+        } else if (arg == "--memory") {
+            line.memory = true;
+        } else if (arg == "--primary") {
+            line.primary = true;
+        } else if (arg == "--csv") {
+            line.csv = true;
+        } else if (arg == "--device" || arg == "--threads" || arg == "--iterations") {
+            if (i + 1 >= argc || !parseNumber(argv[i + 1], number))
+                return usageError(std::string(arg) + " needs a number");
+            ++i;
+            if (arg == "--device")
+                line.device = static_cast<int>(number);
+            else if (arg == "--threads")
+                line.threads = static_cast<int>(number);
+            else
+                line.iterations = number;
+        } else if (line.command == "module" && line.file.empty() && !arg.empty() && arg[0] != '-') {
+            line.file = arg;
         } else {
-            std::fprintf(stderr, "cuctx-inspect: unknown argument '%s'\n", argv[i]);
-            printUsage(stderr);
-            return exitUsage;
+            return usageError("unexpected argument '" + std::string(arg) + "'");
         }
     }
+    if (help) {
+        if (first == 1)
+            printUsage(stdout);
+        else
+            printCommandUsage(*command);
+        return exitOk;
+    }
+    if (line.command == "module" && line.file.empty())
+        return usageError("module needs a FILE (a .ptx, .cubin or .fatbin)");
     try {
-        if (module) {
-            if (module->file.empty()) {
-                std::fprintf(stderr, "cuctx-inspect: module needs a FILE (a .ptx, .cubin or .fatbin)\n");
-                printUsage(stderr);
-                return exitUsage;
-            }
-            module->json = options.json;
-            module->verbose = options.verbose;
-            return runModuleCommand(*module);
-        }
-        return run(options);
+        return command->run(line);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cuctx-inspect: internal error: %s\n", e.what());
         return exitInternal;

@@ -1,7 +1,8 @@
-#include "module_command.hpp"
+// cuctx-inspect module FILE: load a PTX, cubin or fatbin into a context and list its kernels
+// (docs/schema/inspect-module.schema.json).
 
-#include "exit_codes.hpp"
-#include "json_writer.hpp"
+#include "command_line.hpp"
+#include "report/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 
@@ -14,7 +15,6 @@
 namespace cuctx::tools {
 namespace {
 
-constexpr int kSchemaVersion = 1;
 constexpr int kBlockSizes[] = {128, 256, 512, 1024};
 
 struct KernelReport {
@@ -34,17 +34,7 @@ struct ModuleReport {
     std::vector<KernelReport> kernels;
 };
 
-const char* loadingModeName(ModuleLoadingMode mode)
-{
-    switch (mode) {
-    case ModuleLoadingMode::lazy: return "lazy";
-    case ModuleLoadingMode::eager: return "eager";
-    case ModuleLoadingMode::unknown: break;
-    }
-    return "unknown";
-}
-
-ModuleReport inspect(const ModuleCommand& c)
+ModuleReport inspect(const CommandLine& c)
 {
     const Device device = Device::get(c.device);
     const Context context = c.primary ? Context::primary(device) : Context::create(device);
@@ -75,11 +65,11 @@ std::string version(int v)
     return std::to_string(v / 10) + "." + std::to_string(v % 10);
 }
 
-void printTable(const ModuleCommand& c, const ModuleReport& r)
+void printTable(const CommandLine& c, const ModuleReport& r)
 {
     std::printf("%s\n", c.file.c_str());
     std::printf("%s, %zu kernel%s; module loading: %s (CUDA_MODULE_LOADING)\n", r.kind.c_str(), r.kernels.size(),
-                r.kernels.size() == 1 ? "" : "s", loadingModeName(Module::loadingMode()));
+                r.kernels.size() == 1 ? "" : "s", detail::moduleLoadingName());
     std::printf("loaded into %s on device %d (%s) in %.1f ms\n\n", r.context.c_str(), c.device, r.deviceName.c_str(),
                 r.loadMilliseconds);
     std::size_t width = 6;
@@ -115,23 +105,16 @@ void printTable(const ModuleCommand& c, const ModuleReport& r)
         std::printf("\nJIT log:\n%s\n", r.infoLog.c_str());
 }
 
-void writeJson(const ModuleCommand& c, const char* status, const std::string* message, const std::string* jitLog,
-               const ModuleReport* r)
+// The command's own members, after the envelope and the driver.
+void writeMembers(JsonWriter& j, const CommandLine& c, const std::optional<std::string>& jitLog, const ModuleReport* r)
 {
-    JsonWriter j;
-    j.beginObject();
-    j.key("schema_version").value(kSchemaVersion);
-    j.key("tool").value("cuctx-inspect module");
-    j.key("cuctx_version").value(CUCTX_VERSION_STRING);
-    j.key("status").value(status);
-    j.key("message").value(message != nullptr ? std::optional<std::string>(*message) : std::nullopt);
     j.key("file").value(c.file);
     j.key("device").value(c.device);
-    j.key("jit_log").value(jitLog != nullptr ? std::optional<std::string>(*jitLog) : std::nullopt);
+    j.key("jit_log").value(jitLog);
     if (r != nullptr) {
         j.key("kind").value(r->kind);
         j.key("load_ms").value(r->loadMilliseconds);
-        j.key("loading_mode").value(loadingModeName(Module::loadingMode()));
+        j.key("loading_mode").value(detail::moduleLoadingName());
     }
     j.key("kernels").beginArray();
     if (r != nullptr) {
@@ -174,8 +157,6 @@ void writeJson(const ModuleCommand& c, const char* status, const std::string* me
         }
     }
     j.endArray();
-    j.endObject();
-    std::fputs(j.text().c_str(), stdout);
 }
 
 // The JIT's log is the part of a load error after this marker (module.cpp writes it).
@@ -197,36 +178,23 @@ bool isModuleFailure(const Error& e)
 
 } // namespace
 
-int runModuleCommand(const ModuleCommand& c)
+int runModule(const CommandLine& c)
 {
-    const Driver::Status st = Driver::status();
-    if (!st.loaded) {
-        const Outcome outcome = outcomeFor(st.condition);
-        if (c.json)
-            writeJson(c, outcome.status, &st.message, nullptr, nullptr);
-        else
-            std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, st.message.c_str());
-        return outcome.code;
-    }
+    if (const auto failed = requireDriver(c, [&](JsonWriter& j) { writeMembers(j, c, std::nullopt, nullptr); }))
+        return *failed;
     try {
         const ModuleReport r = inspect(c);
-        if (c.json)
-            writeJson(c, "ok", nullptr, nullptr, &r);
-        else
+        if (c.json) {
+            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, c, std::nullopt, &r); });
+        } else {
             printTable(c, r);
+        }
         return exitOk;
     } catch (const Error& e) {
-        const bool moduleFailure = isModuleFailure(e);
-        const Outcome outcome = moduleFailure ? Outcome{exitModuleError, "module_error", "module did not load"}
-                                              : outcomeFor(e.condition());
+        const Outcome outcome = isModuleFailure(e) ? Outcome{exitModuleError, "module_error", "module did not load"}
+                                                   : outcomeFor(e.condition());
         const std::optional<std::string> log = jitLogOf(e);
-        const std::string message = e.what();
-        if (c.json) {
-            writeJson(c, outcome.status, &message, log ? &*log : nullptr, nullptr);
-        } else {
-            std::fprintf(stderr, "cuctx-inspect: %s: %s\n", outcome.label, message.c_str());
-        }
-        return outcome.code;
+        return reportFailure(c, outcome, e.what(), [&](JsonWriter& j) { writeMembers(j, c, log, nullptr); });
     }
 }
 

@@ -1,8 +1,9 @@
-#include "json_writer.hpp"
+#include "report/json_writer.hpp"
 
+#include <cmath>
 #include <cstdio>
 
-namespace cuctx::tools {
+namespace cuctx::detail {
 
 std::string jsonQuote(std::string_view text)
 {
@@ -126,6 +127,8 @@ JsonWriter& JsonWriter::value(bool flag)
 
 JsonWriter& JsonWriter::value(double number)
 {
+    if (!std::isfinite(number))
+        return null(); // JSON has no NaN or infinity
     beforeValue();
     char text[32];
     std::snprintf(text, sizeof text, "%.3f", number); // what the tool reports needs no more
@@ -140,4 +143,4 @@ JsonWriter& JsonWriter::null()
     return *this;
 }
 
-} // namespace cuctx::tools
+} // namespace cuctx::detail

@@ -1,7 +1,8 @@
 #pragma once
 
-// A small streaming JSON writer for cuctx-inspect's --json output: objects, arrays, strings
-// (escaped), numbers, booleans and null, pretty-printed with two-space indentation.
+// A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():
+// objects, arrays, strings (escaped), numbers, booleans and null, pretty-printed with two-space
+// indentation. Internal (cuctx::detail); the tools reach it through the library.
 
 #include <cstdint>
 #include <optional>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuctx::tools {
+namespace cuctx::detail {
 
 class JsonWriter {
 public:
@@ -49,4 +50,4 @@ private:
 /// `text` as a JSON string literal, quotes included.
 std::string jsonQuote(std::string_view text);
 
-} // namespace cuctx::tools
+} // namespace cuctx::detail

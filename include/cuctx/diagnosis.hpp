@@ -1,0 +1,39 @@
+#pragma once
+
+// cuctx::diagnose: checks of this process's CUDA set-up, each explained in one sentence with what to
+// do about it (what `cuctx-inspect doctor` prints). Thread-safe; never throws cuctx::Error.
+
+#include <string>
+#include <vector>
+
+namespace cuctx {
+
+/// How bad a finding is. `note` is worth knowing but wrong in no way; `warning` works, but slower or
+/// other than the user probably meant; `error` stops CUDA from working here.
+enum class Severity { ok, note, warning, error };
+
+/// "ok", "note", "warning", "error".
+const char* severityName(Severity severity) noexcept;
+
+struct Finding {
+    std::string check;    ///< which check: "driver", "loader-path", "devices", "visible-devices",
+                          ///< "driver-version", "compute-mode", "module-loading", "jit-cache", "fork"
+    Severity severity = Severity::ok;
+    std::string summary;  ///< what was found
+    std::string advice;   ///< what to do about it (empty when there is nothing to do)
+};
+
+struct DiagnosisOptions {
+    /// Where the NVIDIA kernel driver lists the machine's GPUs, one folder each (all of them,
+    /// whatever CUDA_VISIBLE_DEVICES says): what the visible-devices check compares with.
+    std::string gpuListDir = "/proc/driver/nvidia/gpus";
+};
+
+/// Runs every check, in the order of Finding::check's list. Loads the driver if nobody has yet;
+/// creates no context.
+std::vector<Finding> diagnose(const DiagnosisOptions& options = {});
+
+/// The worst severity among `findings` (ok for none).
+Severity worstSeverity(const std::vector<Finding>& findings) noexcept;
+
+} // namespace cuctx

@@ -1,0 +1,83 @@
+#pragma once
+
+// cuctx::processReport: what cuctx-inspect shows, for the running process, plus cuctx's registry:
+// which contexts live, which threads have them entered and how deep. For a backend's log, a
+// diagnostics endpoint, or a dump on a signal (cuctx/report_on_signal.hpp). Thread-safe; callable
+// from any thread while others use contexts; never throws cuctx::Error (what fails is reported).
+
+#include "cuctx/device.hpp"
+#include "cuctx/device_properties.hpp"
+#include "cuctx/diagnosis.hpp"
+#include "cuctx/driver.hpp"
+#include "cuctx/live_objects.hpp"
+#include "cuctx/peer_access.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuctx {
+
+struct DeviceSnapshot {
+    DeviceProperties properties;
+    Device::PrimaryContextState primary;
+    std::optional<std::size_t> freeMemory; ///< measured where the primary context was active
+};
+
+/// A context cuctx made (created, retained primary, green) and has not destroyed.
+struct ContextSnapshot {
+    std::uint64_t id = 0;         ///< cuCtxGetId (0 where the driver lacks it)
+    int device = -1;              ///< ordinal
+    std::string kind;             ///< "created", "primary", "green"
+    std::string description;      ///< "context 3 on device 0", as cuctx's errors name it
+    long handles = 0;             ///< cuctx::Context handles that own it
+    bool destructionDeferred = false; ///< no handle left: destroyed when the last thread's use ends
+    std::vector<long> threads;    ///< threads (kernel ids) that have it entered
+};
+
+/// A thread that has at least one context entered through cuctx.
+struct ThreadSnapshot {
+    long tid = 0;
+    std::string name; ///< /proc/self/task/TID/comm
+    struct Use {
+        std::uint64_t contextId = 0;
+        std::string context; ///< its description
+        unsigned entries = 0; ///< guards, pushes and bindings of it on this thread now
+    };
+    std::vector<Use> uses;
+    unsigned depth = 0; ///< all of this thread's entries: how deep its cuctx stack is
+};
+
+struct ProcessReport {
+    long pid = 0;
+    std::string time;          ///< when it was taken, UTC, ISO 8601
+    std::string cuctxVersion;
+    Driver::Status driver;
+    std::string moduleLoading; ///< "lazy", "eager" or "unknown"
+    std::optional<std::string> cudaVisibleDevices;
+    std::vector<DeviceSnapshot> devices;
+    std::vector<PeerLink> peers; ///< every ordered pair of devices, when there are several
+    std::vector<ContextSnapshot> contexts;
+    std::vector<ThreadSnapshot> threads;
+    LiveObjects live;
+    std::vector<Finding> findings; ///< diagnose()'s, when asked for
+    std::vector<std::string> errors; ///< what could not be collected, and why
+
+    /// Lines for people (a log, a terminal), under 80 columns where the names allow.
+    std::string text() const;
+    /// The same as JSON, following docs/schema/process-report.schema.json.
+    std::string json() const;
+};
+
+struct ReportOptions {
+    bool devices = true;   ///< the driver's devices and peer links (driver calls, no context made)
+    bool diagnose = false; ///< run cuctx::diagnose() too (reads the JIT cache folder's size)
+};
+
+/// Takes the report. Loads the driver if nobody has yet; creates no context and changes no
+/// thread's stack.
+ProcessReport processReport(const ReportOptions& options = {});
+
+} // namespace cuctx

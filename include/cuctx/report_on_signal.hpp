@@ -1,0 +1,46 @@
+#pragma once
+
+// cuctx::ReportOnSignal: takes a cuctx::processReport() whenever the process receives a signal
+// (SIGUSR1 by default) and hands it to a sink: by default its text goes to stderr. The signal
+// handler only writes one byte to a pipe (async-signal-safe); a thread of its own takes the report,
+// so the sink may allocate, lock and log. One at a time per process. Not movable.
+
+#include "cuctx/process_report.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+namespace cuctx {
+
+class ReportOnSignal {
+public:
+    using Sink = std::function<void(const ProcessReport&)>;
+
+    /// Installs the handler for `signal` and starts the reporting thread. Errc::invalid_state if
+    /// another ReportOnSignal is active; Errc::invalid_argument for a signal that cannot be caught.
+    explicit ReportOnSignal(int signal = SIGUSR1, Sink sink = {}, ReportOptions options = {});
+    /// Puts the previous handler back and stops the thread (a report in progress finishes first).
+    ~ReportOnSignal();
+    ReportOnSignal(const ReportOnSignal&) = delete;
+    ReportOnSignal& operator=(const ReportOnSignal&) = delete;
+
+    /// How many reports the sink has been given so far.
+    std::uint64_t reportsTaken() const noexcept;
+
+private:
+    void serve();
+    void stop(bool restoreHandler) noexcept;
+
+    int signal_;
+    Sink sink_;
+    ReportOptions options_;
+    int pipe_[2] = {-1, -1};
+    struct sigaction previous_ {};
+    std::atomic<std::uint64_t> taken_{0};
+    std::thread thread_;
+};
+
+} // namespace cuctx

@@ -1,0 +1,386 @@
+#include "cuctx/diagnosis.hpp"
+
+#include "cuctx/device.hpp"
+#include "cuctx/driver.hpp"
+#include "cuctx/error.hpp"
+#include "cuctx/module.hpp"
+#include "driver/fork_state.hpp"
+#include "report/report_format.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+namespace cuctx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The JIT cache's documented defaults (CUDA Programming Guide, "CUDA Environment Variables").
+constexpr std::size_t kDefaultCacheLimit = std::size_t{256} << 20;
+constexpr std::size_t kLargestCacheLimit = std::size_t{4} << 30;
+
+struct Findings {
+    std::vector<Finding> list;
+    void add(const char* check, Severity severity, std::string summary, std::string advice = {})
+    {
+        list.push_back({check, severity, std::move(summary), std::move(advice)});
+    }
+};
+
+const char* env(const char* name)
+{
+    const char* v = std::getenv(name);
+    return v;
+}
+
+std::vector<std::string> split(std::string_view text, char separator)
+{
+    std::vector<std::string> parts;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        const std::size_t end = std::min(text.find(separator, pos), text.size());
+        parts.emplace_back(text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return parts;
+}
+
+void checkDriver(Findings& f, const Driver::Status& st)
+{
+    if (st.loaded) {
+        f.add("driver", Severity::ok,
+              "CUDA " + detail::cudaVersionText(st.driverVersion) + " driver loaded from " +
+                  (st.resolvedPath.empty() ? st.requestedPath : st.resolvedPath));
+        return;
+    }
+    switch (st.condition) {
+    case Errc::driver_not_found:
+        f.add("driver", Severity::error, "no CUDA driver: " + st.requestedPath + " could not be loaded",
+              "install the NVIDIA driver (it provides libcuda.so.1), or point CUCTX_DRIVER_PATH at its libcuda");
+        break;
+    case Errc::stub_driver:
+        f.add("driver", Severity::error,
+              "the CUDA toolkit's stub libcuda was loaded (" + st.resolvedPath + "): every call fails",
+              "take the toolkit's lib64/stubs folder out of LD_LIBRARY_PATH; the stub is for linking only");
+        break;
+    case Errc::no_device:
+        // The devices check says why.
+        f.add("driver", Severity::ok,
+              "CUDA " + detail::cudaVersionText(st.driverVersion) + " driver loaded from " + st.resolvedPath);
+        break;
+    case Errc::driver_too_old:
+        f.add("driver", Severity::error, st.message,
+              "install an NVIDIA driver for CUDA 12.0 or newer");
+        break;
+    case Errc::forked_after_init:
+        break; // the fork check reports it
+    default:
+        f.add("driver", Severity::error, st.message, "see the driver error above; nvidia-smi should work first");
+        break;
+    }
+}
+
+// A toolkit's stubs folder on LD_LIBRARY_PATH: harmless while the driver's own libcuda.so.1 comes
+// first, but whoever dlopens "libcuda.so" (or finds a stub renamed libcuda.so.1 there) gets the stub.
+void checkLoaderPath(Findings& f, const Driver::Status& st)
+{
+    const char* path = env("LD_LIBRARY_PATH");
+    bool found = false;
+    for (const std::string& dir : split(path != nullptr ? path : "", ':')) {
+        if (dir.empty())
+            continue;
+        std::error_code ec;
+        const bool hasCuda =
+            fs::exists(fs::path(dir) / "libcuda.so.1", ec) || fs::exists(fs::path(dir) / "libcuda.so", ec);
+        if (!hasCuda || fs::path(dir).filename() != "stubs")
+            continue;
+        found = true;
+        const bool loadedIt = st.resolvedPath.rfind(dir, 0) == 0;
+        f.add("loader-path", loadedIt ? Severity::error : Severity::warning,
+              "LD_LIBRARY_PATH holds a CUDA stubs folder with a libcuda (" + dir + ")" +
+                  (loadedIt ? ", and the stub is what loaded" : ""),
+              "remove " + dir + " from LD_LIBRARY_PATH: link against the stub with -L, never run with it");
+    }
+    if (!found)
+        f.add("loader-path", Severity::ok, "no CUDA stub library on LD_LIBRARY_PATH");
+}
+
+bool validVisibleEntry(const std::string& entry)
+{
+    if (entry.rfind("GPU-", 0) == 0 || entry.rfind("MIG-", 0) == 0)
+        return entry.size() > 4;
+    if (entry.empty())
+        return false;
+    for (const char c : entry)
+        if (std::isdigit(static_cast<unsigned char>(c)) == 0)
+            return false;
+    return true;
+}
+
+int physicalGpus(const std::string& listDir)
+{
+    std::error_code ec;
+    int n = 0;
+    for (fs::directory_iterator it(listDir, ec), end; !ec && it != end; it.increment(ec))
+        ++n;
+    return ec ? -1 : n;
+}
+
+void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions& options, int visible)
+{
+    const char* cvd = env("CUDA_VISIBLE_DEVICES");
+    const int physical = physicalGpus(options.gpuListDir);
+    if (st.loaded) {
+        f.add("devices", Severity::ok, std::to_string(visible) + (visible == 1 ? " device" : " devices") + " visible");
+    } else if (st.condition == Errc::no_device) {
+        std::string advice = cvd != nullptr ? "CUDA_VISIBLE_DEVICES=\"" + std::string(cvd) +
+                                                  "\" may hide them all: unset it or list valid devices"
+                                            : "check that nvidia-smi lists a GPU and that this user may open /dev/nvidia*";
+        f.add("devices", Severity::error, "the driver sees no CUDA device", std::move(advice));
+    }
+
+    if (cvd == nullptr) {
+        f.add("visible-devices", Severity::ok, "CUDA_VISIBLE_DEVICES is not set: every GPU is visible");
+        return;
+    }
+    const std::string value = cvd;
+    if (value.empty()) {
+        f.add("visible-devices", Severity::error, "CUDA_VISIBLE_DEVICES is set but empty: it hides every GPU",
+              "unset CUDA_VISIBLE_DEVICES, or list the devices to use (\"0,1\" or UUIDs)");
+        return;
+    }
+    bool problem = false;
+    const std::vector<std::string> entries = split(value, ',');
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::string& e = entries[i];
+        if (!validVisibleEntry(e)) {
+            f.add("visible-devices", Severity::warning,
+                  "CUDA_VISIBLE_DEVICES entry \"" + e + "\" is no device index or UUID: the driver ignores it" +
+                      (i + 1 < entries.size() ? " and every entry after it" : ""),
+                  "write indices (\"0,2\") or UUIDs as nvidia-smi -L prints them (\"GPU-...\")");
+            problem = true;
+            break; // the driver stops here too
+        }
+        if (physical > 0 && e[0] != 'G' && e[0] != 'M' && std::stol(e) >= physical) {
+            f.add("visible-devices", Severity::warning,
+                  "CUDA_VISIBLE_DEVICES entry " + e + " names no GPU (this machine has " + std::to_string(physical) +
+                      ")",
+                  "use indices below " + std::to_string(physical) + ", as nvidia-smi numbers them");
+            problem = true;
+        }
+    }
+    if (physical > 0 && visible < physical) {
+        f.add("visible-devices", Severity::warning,
+              "CUDA_VISIBLE_DEVICES=" + value + " hides " + std::to_string(physical - visible) + " of the " +
+                  std::to_string(physical) + " GPUs: this process sees " + std::to_string(visible),
+              "expected under a launcher that binds each rank to its GPUs; otherwise unset CUDA_VISIBLE_DEVICES");
+        problem = true;
+    }
+    if (!problem)
+        f.add("visible-devices", Severity::ok, "CUDA_VISIBLE_DEVICES=" + value);
+}
+
+void checkDriverVersion(Findings& f, const Driver::Status& st)
+{
+    if (st.driverVersion == 0)
+        return;
+    const int headers = Driver::headerVersion();
+    if (st.driverVersion < headers)
+        f.add("driver-version", Severity::warning,
+              "the driver supports CUDA " + detail::cudaVersionText(st.driverVersion) + ", older than the CUDA " +
+                  detail::cudaVersionText(headers) + " headers cuctx was built with: newer features fail with "
+                                                     "CUDA_ERROR_NOT_SUPPORTED or fall back",
+              "update the NVIDIA driver to one for CUDA " + detail::cudaVersionText(headers) + " or newer");
+    else
+        f.add("driver-version", Severity::ok,
+              "the driver (CUDA " + detail::cudaVersionText(st.driverVersion) + ") is as new as cuctx's headers (CUDA " +
+                  detail::cudaVersionText(headers) + ")");
+}
+
+void checkComputeModes(Findings& f)
+{
+    bool any = false;
+    for (const Device& d : Device::all()) {
+        const int mode = d.nativeAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);
+        const std::string which = "device " + std::to_string(d.ordinal());
+        if (mode == CU_COMPUTEMODE_PROHIBITED) {
+            f.add("compute-mode", Severity::error, which + " is in compute mode Prohibited: no context can be made on it",
+                  "nvidia-smi -i " + std::to_string(d.ordinal()) + " -c DEFAULT (as root), or use another device");
+            any = true;
+        } else if (mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS) {
+            f.add("compute-mode", Severity::note,
+                  which + " is in compute mode Exclusive Process: one process at a time may have a context on it",
+                  "one process per GPU works; a second process's context creation fails with CUDA_ERROR_DEVICE_BUSY");
+            any = true;
+        }
+    }
+    if (!any)
+        f.add("compute-mode", Severity::ok, "every device is in compute mode Default");
+}
+
+void checkModuleLoading(Findings& f)
+{
+    const ModuleLoadingMode mode = Module::loadingMode();
+    const char* set = env("CUDA_MODULE_LOADING");
+    if (mode == ModuleLoadingMode::eager)
+        f.add("module-loading", Severity::note,
+              std::string("modules load eagerly") + (set != nullptr ? " (CUDA_MODULE_LOADING=" + std::string(set) + ")" : "") +
+                  ": every kernel loads with its module, which costs start-up time and device memory",
+              "unset CUDA_MODULE_LOADING (lazy is the default since CUDA 12.2) unless you need load-time errors");
+    else if (mode == ModuleLoadingMode::lazy)
+        f.add("module-loading", Severity::ok, "modules load lazily: kernels load at their first use");
+    else
+        f.add("module-loading", Severity::note, "the driver does not say how it loads modules");
+}
+
+std::size_t folderSize(const fs::path& dir)
+{
+    std::size_t total = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code sizeEc;
+        if (it->is_regular_file(sizeEc))
+            total += static_cast<std::size_t>(it->file_size(sizeEc));
+    }
+    return total;
+}
+
+void checkJitCache(Findings& f)
+{
+    const char* disable = env("CUDA_CACHE_DISABLE");
+    if (disable != nullptr && std::string_view(disable) == "1") {
+        f.add("jit-cache", Severity::warning,
+              "the JIT cache is disabled (CUDA_CACHE_DISABLE=1): every PTX load compiles again",
+              "unset CUDA_CACHE_DISABLE, unless you are timing the JIT itself");
+        return;
+    }
+    const char* pathVar = env("CUDA_CACHE_PATH");
+    const char* home = env("HOME");
+    if (pathVar == nullptr && home == nullptr) {
+        f.add("jit-cache", Severity::warning, "neither CUDA_CACHE_PATH nor HOME is set: the JIT cache has no folder",
+              "set CUDA_CACHE_PATH to a writable folder");
+        return;
+    }
+    const fs::path dir = pathVar != nullptr ? fs::path(pathVar) : fs::path(home) / ".nv" / "ComputeCache";
+    std::size_t limit = kDefaultCacheLimit;
+    bool limitSet = false;
+    if (const char* max = env("CUDA_CACHE_MAXSIZE"); max != nullptr && max[0] != '\0') {
+        char* end = nullptr;
+        const unsigned long long v = std::strtoull(max, &end, 10);
+        if (end == nullptr || *end != '\0') {
+            f.add("jit-cache", Severity::warning,
+                  "CUDA_CACHE_MAXSIZE=\"" + std::string(max) + "\" is not a number of bytes: the driver ignores it",
+                  "write the size in bytes, up to 4294967296 (4 GiB)");
+        } else {
+            limit = static_cast<std::size_t>(v);
+            limitSet = true;
+        }
+    }
+    if (limit > kLargestCacheLimit) {
+        f.add("jit-cache", Severity::warning,
+              "CUDA_CACHE_MAXSIZE=" + std::to_string(limit) + " is above the driver's largest, 4 GiB",
+              "set it to 4294967296 or less");
+        limit = kLargestCacheLimit;
+    }
+    std::error_code ec;
+    const std::string where = dir.string() + (pathVar != nullptr ? " (CUDA_CACHE_PATH)" : " (the default)");
+    const std::string limitText =
+        detail::bytesText(limit) + (limitSet ? " (CUDA_CACHE_MAXSIZE)" : " (the default)");
+    if (!fs::exists(dir, ec)) {
+        fs::path parent = dir.parent_path();
+        while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.parent_path())
+            parent = parent.parent_path();
+        const bool isFolder = fs::is_directory(parent, ec);
+        if (!isFolder || access(parent.c_str(), W_OK) != 0)
+            f.add("jit-cache", Severity::warning,
+                  "the JIT cache folder " + where + " does not exist and cannot be made: " + parent.string() +
+                      (isFolder ? " is not writable" : " is no folder"),
+                  "set CUDA_CACHE_PATH to a writable folder");
+        else
+            f.add("jit-cache", Severity::ok,
+                  "JIT cache " + where + ", limit " + limitText + ": made at the first JIT compilation");
+        return;
+    }
+    if (access(dir.c_str(), W_OK) != 0) {
+        f.add("jit-cache", Severity::warning, "the JIT cache folder " + where + " is not writable: nothing is kept",
+              "make it writable for this user, or set CUDA_CACHE_PATH to a folder that is");
+        return;
+    }
+    const std::size_t used = folderSize(dir);
+    if (used >= limit / 10 * 9)
+        f.add("jit-cache", Severity::warning,
+              "the JIT cache " + where + " holds " + detail::bytesText(used) + " of its " + limitText +
+                  " limit: older kernels are evicted and compiled again",
+              "raise CUDA_CACHE_MAXSIZE (up to 4 GiB) or clear the folder");
+    else
+        f.add("jit-cache", Severity::ok,
+              "JIT cache " + where + ": " + detail::bytesText(used) + " used of " + limitText);
+}
+
+void checkFork(Findings& f)
+{
+    if (detail::forkedAfterInit())
+        f.add("fork", Severity::error,
+              "this process (pid " + std::to_string(getpid()) + ") was forked after its parent (pid " +
+                  std::to_string(detail::initialisingPid()) + ") initialised CUDA: every driver call fails here",
+              "initialise CUDA after forking, or start workers with posix_spawn or fork+exec (cuctx::WorkerProcess)");
+    else
+        f.add("fork", Severity::ok, "not a child forked after CUDA was initialised");
+}
+
+} // namespace
+
+const char* severityName(Severity severity) noexcept
+{
+    switch (severity) {
+    case Severity::ok: return "ok";
+    case Severity::note: return "note";
+    case Severity::warning: return "warning";
+    case Severity::error: return "error";
+    }
+    return "?";
+}
+
+Severity worstSeverity(const std::vector<Finding>& findings) noexcept
+{
+    Severity worst = Severity::ok;
+    for (const Finding& f : findings)
+        worst = std::max(worst, f.severity);
+    return worst;
+}
+
+std::vector<Finding> diagnose(const DiagnosisOptions& options)
+{
+    Findings f;
+    const Driver::Status st = Driver::status();
+    checkDriver(f, st);
+    checkLoaderPath(f, st);
+    int visible = 0;
+    if (st.loaded) {
+        try {
+            visible = Device::count();
+        } catch (const Error&) {
+        }
+    }
+    checkDevices(f, st, options, visible);
+    checkDriverVersion(f, st);
+    if (st.loaded) {
+        try {
+            checkComputeModes(f);
+            checkModuleLoading(f);
+        } catch (const Error& e) {
+            f.add("devices", Severity::error, std::string("a driver call failed while checking: ") + e.what(),
+                  "see the driver error; nvidia-smi should work first");
+        }
+    }
+    checkJitCache(f);
+    checkFork(f);
+    return std::move(f.list);
+}
+
+} // namespace cuctx

@@ -1,0 +1,249 @@
+#include "measure.hpp"
+
+#include "bench_common.hpp"
+#include "cuctx/cuctx.hpp"
+#include "driver/driver_state.hpp"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cuctx::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double nsSince(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+void checked(CUresult r, const char* call)
+{
+    if (r != CUDA_SUCCESS)
+        throw std::runtime_error(std::string(call) + " failed with " + std::string(resultName(r)));
+}
+
+} // namespace
+
+std::pair<double, double> bestOfBoth(long iterations, int repeats, const std::function<void(long)>& first,
+                                     const std::function<void(long)>& second)
+{
+    double best[2] = {1e300, 1e300};
+    for (int r = 0; r < repeats; ++r) {
+        for (int which = 0; which < 2; ++which) {
+            const auto t0 = Clock::now();
+            (which == 0 ? first : second)(iterations);
+            best[which] = std::min(best[which], nsSince(t0) / static_cast<double>(iterations));
+        }
+    }
+    return {best[0], best[1]};
+}
+
+double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
+                    const std::function<void(long)>& perThread, const std::function<void()>& tearDown)
+{
+    std::barrier start(threads);
+    std::vector<Clock::time_point> begins(static_cast<std::size_t>(threads));
+    std::vector<Clock::time_point> ends(static_cast<std::size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            setUp();
+            start.arrive_and_wait();
+            begins[static_cast<std::size_t>(t)] = Clock::now();
+            perThread(tasks);
+            ends[static_cast<std::size_t>(t)] = Clock::now();
+            tearDown();
+        });
+    for (auto& th : pool)
+        th.join();
+    const auto first = *std::min_element(begins.begin(), begins.end());
+    const auto last = *std::max_element(ends.begin(), ends.end());
+    const double seconds = std::chrono::duration<double>(last - first).count();
+    return static_cast<double>(tasks) * threads / seconds;
+}
+
+GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int repeats)
+{
+    const auto& d = detail::api();
+    GuardCosts c;
+    ContextBinding binding(home);
+    PinToCurrentCpu pin;
+    c.pinned = pin.pinned();
+    const CUcontext otherHandle = other.native();
+    auto rawPairLoop = [&](long n) {
+        CUcontext popped = nullptr;
+        for (long i = 0; i < n; ++i) {
+            d.cuCtxPushCurrent(otherHandle);
+            d.cuCtxPopCurrent(&popped);
+        }
+        keep(popped);
+    };
+    std::tie(c.rawPair, c.switching) = bestOfBoth(iterations, repeats, rawPairLoop, [&](long n) {
+        // No keep(g) here: the driver calls cannot be optimised away, and the raw loop has no
+        // compiler barrier per iteration either.
+        for (long i = 0; i < n; ++i)
+            ContextGuard g(other);
+    });
+    auto elidedLoop = [&](long n) {
+        for (long i = 0; i < n; ++i) {
+            ContextGuard g(home);
+            keep(g);
+        }
+    };
+    std::tie(c.rawPairAgain, c.elided) = bestOfBoth(iterations, repeats, rawPairLoop, elidedLoop);
+    std::tie(c.getCurrent, c.elidedAgain) = bestOfBoth(
+        iterations, repeats,
+        [&](long n) {
+            CUcontext current = nullptr;
+            for (long i = 0; i < n; ++i)
+                d.cuCtxGetCurrent(&current);
+            keep(current);
+        },
+        elidedLoop);
+    return c;
+}
+
+SharedCosts measureShared(const Context& shared, int threads, long tasks, bool ownContextsToo)
+{
+    const auto& d = detail::api();
+    SharedCosts c;
+    const CUcontext sharedHandle = shared.native();
+    auto rawPairs = [&](CUcontext handle, long n) {
+        CUcontext popped = nullptr;
+        for (long i = 0; i < n; ++i) {
+            d.cuCtxPushCurrent(handle);
+            keep(i);
+            d.cuCtxPopCurrent(&popped);
+        }
+    };
+    c.raw = aggregateOps(threads, tasks, [] {}, [&](long n) { rawPairs(sharedHandle, n); }, [] {});
+    c.cuctx = aggregateOps(
+        threads, tasks, [&] { ContextStack::adopt(shared); },
+        [&](long n) {
+            for (long i = 0; i < n; ++i) {
+                ContextGuard g(shared);
+                keep(g); // the task: here nothing but being inside the guard
+            }
+        },
+        [] { ContextStack::release(); });
+    if (ownContextsToo) {
+        std::vector<Context> own;
+        for (int t = 0; t < threads; ++t)
+            own.push_back(Context::create(shared.device()));
+        std::atomic<int> next{0};
+        thread_local CUcontext mine = nullptr;
+        c.rawOwnContexts = aggregateOps(
+            threads, tasks, [&] { mine = own[static_cast<std::size_t>(next.fetch_add(1))].native(); },
+            [&](long n) { rawPairs(mine, n); }, [] {});
+    }
+    return c;
+}
+
+LaunchCosts measureLaunch(const Context& context, const Function& empty, long launches, long batch)
+{
+    const auto& d = detail::api();
+    ContextBinding binding(context); // a worker with its context bound, as a backend runs kernels
+    const CUfunction raw = empty.native();
+    const LaunchConfig config{.grid = {1, 1, 1}, .block = {1, 1, 1}};
+    double rawNs = 0;
+    double cuctxNs = 0;
+    batch = std::max(1L, batch);
+    const long rounds = std::max(1L, launches / batch);
+    context.synchronize();
+    for (long r = 0; r < rounds; ++r) {
+        for (int which = 0; which < 2; ++which) {
+            const auto t0 = Clock::now();
+            if (which == 0) {
+                for (long i = 0; i < batch; ++i)
+                    d.cuLaunchKernel(raw, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
+            } else {
+                for (long i = 0; i < batch; ++i)
+                    launch(empty, config);
+            }
+            (which == 0 ? rawNs : cuctxNs) += nsSince(t0);
+            context.synchronize();
+        }
+    }
+    LaunchCosts c;
+    c.launches = rounds * batch;
+    c.raw = rawNs / static_cast<double>(c.launches);
+    c.cuctx = cuctxNs / static_cast<double>(c.launches);
+    return c;
+}
+
+CacheCosts measureModuleCache(const Context& context, std::span<const std::byte> image, long hits, int loads)
+{
+    const auto& d = detail::api();
+    ContextBinding binding(context);
+    const Module first = Module::cached(context, image, {}, "bench");
+    const auto t0 = Clock::now();
+    for (long i = 0; i < hits; ++i) {
+        const Module hit = Module::cached(context, image, {}, "bench");
+        keep(hit);
+    }
+    CacheCosts c;
+    c.hit = nsSince(t0) / static_cast<double>(std::max(1L, hits));
+    std::string text(reinterpret_cast<const char*>(image.data()), image.size()); // NUL-terminated for the driver
+    std::vector<double> times;
+    for (int i = 0; i < loads + 1; ++i) {
+        CUmodule m = nullptr;
+        const auto l0 = Clock::now();
+        checked(d.cuModuleLoadDataEx(&m, text.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
+        const double elapsed = nsSince(l0);
+        d.cuModuleUnload(m);
+        if (i > 0)
+            times.push_back(elapsed);
+    }
+    c.load = median(std::move(times));
+    return c;
+}
+
+LifetimeCosts measureLifetimes(const Device& device, int rounds)
+{
+    const auto& d = detail::api();
+    LifetimeCosts c;
+    std::vector<double> raw, wrapped, rawPrimary, wrappedPrimary;
+    const Context keepPrimaryWarm = Context::primary(device);
+    for (int i = 0; i < rounds; ++i) {
+        auto t0 = Clock::now();
+        CUcontext handle = nullptr;
+        checked(d.cuCtxCreate_v4 != nullptr ? d.cuCtxCreate_v4(&handle, nullptr, 0, device.native())
+                                            : d.cuCtxCreate_v2(&handle, 0, device.native()),
+                "cuCtxCreate");
+        CUcontext popped = nullptr;
+        d.cuCtxPopCurrent(&popped);
+        checked(d.cuCtxDestroy(handle), "cuCtxDestroy");
+        raw.push_back(nsSince(t0));
+        t0 = Clock::now();
+        Context::create(device).reset();
+        wrapped.push_back(nsSince(t0));
+        t0 = Clock::now();
+        CUcontext primary = nullptr;
+        checked(d.cuDevicePrimaryCtxRetain(&primary, device.native()), "cuDevicePrimaryCtxRetain");
+        checked(d.cuDevicePrimaryCtxRelease(device.native()), "cuDevicePrimaryCtxRelease");
+        rawPrimary.push_back(nsSince(t0));
+        t0 = Clock::now();
+        Context::primary(device).reset();
+        wrappedPrimary.push_back(nsSince(t0));
+    }
+    c.rawCreateDestroy = median(std::move(raw));
+    c.cuctxCreateDestroy = median(std::move(wrapped));
+    c.rawPrimaryRetainRelease = median(std::move(rawPrimary));
+    c.cuctxPrimaryRetainRelease = median(std::move(wrappedPrimary));
+    return c;
+}
+
+} // namespace cuctx::bench

@@ -1,0 +1,81 @@
+#pragma once
+
+// The measurements behind cuctx's benchmarks and `cuctx-inspect bench`: each times the raw driver
+// and cuctx in the same run, so that their ratio holds whatever the machine. Run them on a thread
+// with no context of its own current (they bind and restore their own).
+
+#include "cuctx/context.hpp"
+#include "cuctx/function.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace cuctx::bench {
+
+/// An empty kernel ("empty") in PTX that every driver since CUDA 12.0 compiles for its devices.
+inline constexpr const char* kEmptyKernelPtx =
+    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n    ret;\n}\n";
+
+/// Best time per iteration (ns) of each of two loops over `repeats` rounds that run them in turn,
+/// so that both see the same machine (clock, neighbours) as far as possible.
+std::pair<double, double> bestOfBoth(long iterations, int repeats, const std::function<void(long)>& first,
+                                     const std::function<void(long)>& second);
+
+/// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
+/// common start: all tasks over the span from the first thread's start to the last one's finish.
+/// `setUp` and `tearDown` run on each thread outside that span.
+double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
+                    const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
+
+/// One thread (pinned to its CPU where allowed), `home` bound underneath as in a real program.
+struct GuardCosts {
+    double rawPair = 0;      ///< ns, cuCtxPushCurrent(other) + cuCtxPopCurrent
+    double switching = 0;    ///< ns, a ContextGuard on `other`
+    double rawPairAgain = 0; ///< ns, the raw pair again, beside the elided guard
+    double elided = 0;       ///< ns, a ContextGuard on `home`, already current
+    double getCurrent = 0;   ///< ns, cuCtxGetCurrent
+    double elidedAgain = 0;  ///< ns, the elided guard again, beside cuCtxGetCurrent
+    bool pinned = false;
+};
+GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int repeats);
+
+/// `threads` threads, one shared context, a task per iteration: a raw push+pop around each, and a
+/// ContextGuard around each on threads that adopted the context (ops/s, aggregate).
+struct SharedCosts {
+    double raw = 0;
+    double cuctx = 0;
+    double rawOwnContexts = 0; ///< the raw pair with each thread on a context of its own
+};
+SharedCosts measureShared(const Context& shared, int threads, long tasks, bool ownContextsToo);
+
+/// Enqueueing an empty kernel: cuLaunchKernel against cuctx::launch, in interleaved rounds of
+/// `batch`, each round ending in an untimed synchronise (ns per launch).
+struct LaunchCosts {
+    double raw = 0;
+    double cuctx = 0;
+    long launches = 0;
+};
+LaunchCosts measureLaunch(const Context& context, const Function& empty, long launches, long batch);
+
+/// A Module::cached hit against loading the same image again with cuModuleLoadDataEx (median of
+/// `loads`, the first dropped: it may be the cold JIT). ns each.
+struct CacheCosts {
+    double load = 0;
+    double hit = 0;
+};
+CacheCosts measureModuleCache(const Context& context, std::span<const std::byte> image, long hits, int loads);
+
+/// Creating and destroying a context, raw (cuCtxCreate + cuCtxDestroy) and through cuctx; and a
+/// warm primary-context retain+release (ns; median of `rounds`).
+struct LifetimeCosts {
+    double rawCreateDestroy = 0;
+    double cuctxCreateDestroy = 0;
+    double rawPrimaryRetainRelease = 0;
+    double cuctxPrimaryRetainRelease = 0;
+};
+LifetimeCosts measureLifetimes(const Device& device, int rounds);
+
+} // namespace cuctx::bench

@@ -1,0 +1,120 @@
+// cuctx-inspect devices: the driver and every device (docs/schema/inspect-devices.schema.json).
+
+#include "command_line.hpp"
+#include "report/report_format.hpp"
+#include "report/report_json.hpp"
+
+#include "cuctx/cuctx.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace cuctx::tools {
+namespace {
+
+using detail::cudaVersionText;
+using detail::gibText;
+
+std::optional<std::string> visibleDevices()
+{
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"))
+        return std::string(v);
+    return std::nullopt;
+}
+
+void writeMembers(JsonWriter& j, const std::vector<DeviceSnapshot>& devices)
+{
+    j.key("cuda_visible_devices").value(visibleDevices());
+    j.key("devices").beginArray();
+    for (const DeviceSnapshot& d : devices)
+        detail::writeDeviceJson(j, d);
+    j.endArray();
+}
+
+void printVerbose(const DeviceSnapshot& r)
+{
+    const DeviceProperties& p = r.properties;
+    std::printf("\ndevice %d: %s\n", p.ordinal, p.name.c_str());
+    auto row = [](const char* name, const std::string& value) { std::printf("  %-34s %s\n", name, value.c_str()); };
+    auto num = [&](const char* name, long long v) { row(name, std::to_string(v)); };
+    row("uuid", p.uuid);
+    row("pci bus id", p.pciBusId);
+    row("compute mode", p.computeModeName());
+    num("multiprocessors", p.multiprocessors);
+    num("max threads per block", p.maxThreadsPerBlock);
+    num("max threads per multiprocessor", p.maxThreadsPerMultiprocessor);
+    num("warp size", p.warpSize);
+    num("registers per block", p.registersPerBlock);
+    num("shared memory per block (bytes)", p.sharedMemoryPerBlock);
+    num("shared memory per block, opt-in", p.sharedMemoryPerBlockOptin);
+    num("shared memory per multiprocessor", p.sharedMemoryPerMultiprocessor);
+    num("L2 cache (bytes)", p.l2CacheSize);
+    num("memory bus width (bits)", p.memoryBusWidth);
+    num("memory clock (kHz)", p.memoryClockRate);
+    num("clock (kHz)", p.clockRate);
+    num("async engines", p.asyncEngines);
+    row("unified addressing", p.unifiedAddressing ? "yes" : "no");
+    row("managed memory", p.managedMemory ? "yes" : "no");
+    row("cooperative launch", p.cooperativeLaunch ? "yes" : "no");
+    row("ECC", p.eccEnabled ? "on" : "off");
+    std::string primary = r.primary.active ? "active" : "inactive";
+    primary += ", flags ";
+    primary += std::to_string(r.primary.flags);
+    row("primary context", primary);
+}
+
+void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& devices, bool verbose)
+{
+    std::printf("cuctx-inspect %s, CUDA driver %s (%d), CUDA headers %s\n", CUCTX_VERSION_STRING,
+                cudaVersionText(st.driverVersion).c_str(), st.driverVersion,
+                cudaVersionText(Driver::headerVersion()).c_str());
+    std::printf("libcuda: %s\n", st.resolvedPath.empty() ? st.requestedPath.c_str() : st.resolvedPath.c_str());
+    const std::string loading = detail::moduleLoadingName();
+    std::printf("module loading: %s\n", loading == "lazy"    ? "lazy (kernels load at first use)"
+                                        : loading == "eager" ? "eager (kernels load with their module)"
+                                                             : "unknown");
+    const auto visible = visibleDevices();
+    std::printf("CUDA_VISIBLE_DEVICES: %s\n\n", visible ? visible->c_str() : "not set");
+
+    std::size_t nameWidth = 4;
+    for (const DeviceSnapshot& r : devices)
+        nameWidth = std::max(nameWidth, r.properties.name.size());
+    nameWidth = std::min<std::size_t>(nameWidth, 24);
+    std::printf("%-2s  %-*s  %-4s  %4s  %10s  %10s  %-12s  %s\n", "#", static_cast<int>(nameWidth), "Name", "CC",
+                "SMs", "Memory", "Free", "Bus id", "Primary");
+    for (const DeviceSnapshot& r : devices) {
+        const DeviceProperties& p = r.properties;
+        const std::string cc = std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor);
+        std::printf("%-2d  %-*.*s  %-4s  %4d  %10s  %10s  %-12s  %s\n", p.ordinal, static_cast<int>(nameWidth),
+                    static_cast<int>(nameWidth), p.name.c_str(), cc.c_str(), p.multiprocessors,
+                    gibText(p.totalMemory).c_str(), r.freeMemory ? gibText(*r.freeMemory).c_str() : "-",
+                    p.pciBusId.c_str(), r.primary.active ? "active" : "inactive");
+    }
+    if (verbose)
+        for (const DeviceSnapshot& r : devices)
+            printVerbose(r);
+}
+
+} // namespace
+
+int runDevices(const CommandLine& c)
+{
+    auto empty = [](JsonWriter& j) { writeMembers(j, {}); };
+    if (const auto failed = requireDriver(c, empty))
+        return *failed;
+    std::vector<DeviceSnapshot> devices;
+    try {
+        devices = detail::snapshotDevices(c.memory);
+    } catch (const Error& e) {
+        return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
+    }
+    if (c.json) {
+        printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices); });
+    } else {
+        printTable(Driver::status(), devices, c.verbose);
+    }
+    return exitOk;
+}
+
+} // namespace cuctx::tools
