@@ -29,7 +29,7 @@ public:
         detail::ThreadTop& top = detail::t_top;
         if (top.state == state && state != nullptr) [[likely]] {
             // Already current through cuctx: count the use on this thread's own counter, nothing else.
-            frame_.uses = top.uses;
+            frame_.uses = top.frame->uses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             frame_.kind = detail::FrameKind::elided;
             return;
@@ -45,7 +45,6 @@ public:
                 detail::guardPushFailed(frame_, r);
             frame_.below = top.frame;
             top.state = state;
-            top.uses = frame_.uses;
             top.frame = &frame_;
             return;
         }

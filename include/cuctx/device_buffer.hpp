@@ -4,6 +4,7 @@
 // thread-safe as the driver's are.
 
 #include "cuctx/context.hpp"
+#include "cuctx/detail/context_owned.hpp"
 #include "cuctx/ipc_handle.hpp"
 
 #include <cuda.h>
@@ -16,15 +17,32 @@ namespace cuctx {
 
 class Stream;
 
+namespace detail {
+/// Device memory as DeviceBuffer and IpcMemory own it.
+struct DeviceRange {
+    CUdeviceptr address = 0;
+    std::size_t bytes = 0;
+    friend bool operator==(const DeviceRange&, const DeviceRange&) = default;
+};
+struct DeviceAllocationTraits {
+    using Handle = DeviceRange;
+    static void destroy(const Context& context, DeviceRange range) noexcept; // cuMemFree
+};
+struct IpcMappingTraits {
+    using Handle = DeviceRange;
+    static void destroy(const Context& context, DeviceRange range) noexcept; // cuIpcCloseMemHandle
+};
+} // namespace detail
+
 class DeviceBuffer {
 public:
     DeviceBuffer() = default; ///< empty
     DeviceBuffer(const Context& context, std::size_t bytes);
-    DeviceBuffer(DeviceBuffer&& other) noexcept;
-    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-    ~DeviceBuffer(); ///< frees in its context; never throws
+    DeviceBuffer(DeviceBuffer&& other) noexcept = default;
+    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept = default;
+    ~DeviceBuffer() = default; ///< frees in its context; never throws
 
-    explicit operator bool() const noexcept { return address_ != 0; }
+    explicit operator bool() const noexcept { return static_cast<bool>(owned_); }
 
     /// Host to device and back, synchronously, at `offset` bytes; out-of-range copies are errors.
     /// Synchronously means done on the device when they return, so that work on any stream of any
@@ -50,7 +68,7 @@ public:
     template <typename T>
     std::vector<T> download() const
     {
-        std::vector<T> values(bytes_ / sizeof(T));
+        std::vector<T> values(bytes() / sizeof(T));
         download(values.data(), values.size() * sizeof(T));
         return values;
     }
@@ -58,17 +76,14 @@ public:
     /// The handle another process opens with IpcMemory (cuIpcGetMemHandle).
     IpcMemHandle ipcHandle() const;
 
-    CUdeviceptr address() const noexcept { return address_; }
-    std::size_t bytes() const noexcept { return bytes_; }
+    CUdeviceptr address() const noexcept { return owned_.get().address; }
+    std::size_t bytes() const noexcept { return owned_.get().bytes; }
     const Context& context() const;
 
 private:
-    void reset() noexcept;
     void checkRange(const char* call, std::size_t bytes, std::size_t offset) const;
 
-    Context context_;
-    CUdeviceptr address_ = 0;
-    std::size_t bytes_ = 0;
+    detail::ContextOwned<detail::DeviceAllocationTraits> owned_;
 };
 
 /// Another process's device memory, mapped into a context of this one (cuIpcOpenMemHandle);
@@ -77,20 +92,16 @@ class IpcMemory {
 public:
     IpcMemory() = default;
     IpcMemory(const Context& context, const IpcMemHandle& handle);
-    IpcMemory(IpcMemory&& other) noexcept;
-    IpcMemory& operator=(IpcMemory&& other) noexcept;
-    ~IpcMemory();
+    IpcMemory(IpcMemory&& other) noexcept = default;
+    IpcMemory& operator=(IpcMemory&& other) noexcept = default;
+    ~IpcMemory() = default; ///< unmaps in its context; never throws
 
     void download(void* destination, std::size_t bytes, std::size_t offset = 0) const;
-    CUdeviceptr address() const noexcept { return address_; }
-    std::size_t bytes() const noexcept { return bytes_; }
+    CUdeviceptr address() const noexcept { return owned_.get().address; }
+    std::size_t bytes() const noexcept { return owned_.get().bytes; }
 
 private:
-    void reset() noexcept;
-
-    Context context_;
-    CUdeviceptr address_ = 0;
-    std::size_t bytes_ = 0;
+    detail::ContextOwned<detail::IpcMappingTraits> owned_;
 };
 
 } // namespace cuctx

@@ -4,6 +4,7 @@
 // (as the driver is), moving or destroying it must not race with its use.
 
 #include "cuctx/context.hpp"
+#include "cuctx/detail/context_owned.hpp"
 #include "cuctx/ipc_handle.hpp"
 
 #include <cuda.h>
@@ -11,6 +12,13 @@
 namespace cuctx {
 
 class Stream;
+
+namespace detail {
+struct EventTraits {
+    using Handle = CUevent;
+    static void destroy(const Context& context, CUevent event) noexcept; // cuEventDestroy
+};
+} // namespace detail
 
 struct EventOptions {
     /// Timing costs a little on every record; leave it off unless elapsedMilliseconds is wanted.
@@ -26,11 +34,11 @@ class Event {
 public:
     Event() = default; ///< empty
     explicit Event(const Context& context, const EventOptions& options = {});
-    Event(Event&& other) noexcept;
-    Event& operator=(Event&& other) noexcept;
-    ~Event(); ///< never throws
+    Event(Event&& other) noexcept = default;
+    Event& operator=(Event&& other) noexcept = default;
+    ~Event() = default; ///< destroys the event in its context; never throws
 
-    explicit operator bool() const noexcept { return event_ != nullptr; }
+    explicit operator bool() const noexcept { return static_cast<bool>(owned_); }
 
     /// Captures the work queued on `stream` so far.
     void record(const Stream& stream) const;
@@ -50,14 +58,12 @@ public:
     static Event openIpc(const Context& context, const IpcEventHandle& handle);
 
     const Context& context() const;
-    CUevent native() const noexcept { return event_; }
+    CUevent native() const noexcept { return owned_.get(); }
 
 private:
-    void reset() noexcept;
     void requireEvent(const char* call) const;
 
-    Context context_;
-    CUevent event_ = nullptr;
+    detail::ContextOwned<detail::EventTraits> owned_;
     bool interprocess_ = false;
     bool timing_ = false;
 };

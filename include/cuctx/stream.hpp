@@ -4,6 +4,7 @@
 // driver is), but moving or destroying it must not race with its use.
 
 #include "cuctx/context.hpp"
+#include "cuctx/detail/context_owned.hpp"
 
 #include <cuda.h>
 
@@ -17,7 +18,11 @@ class Event;
 
 namespace detail {
 struct StreamCallbacks;
-}
+struct StreamTraits {
+    using Handle = CUstream;
+    static void destroy(const Context& context, CUstream stream) noexcept; // cuStreamDestroy
+};
+} // namespace detail
 
 struct StreamOptions {
     /// CU_STREAM_NON_BLOCKING: no implicit synchronisation with the context's legacy default stream.
@@ -31,12 +36,12 @@ public:
     Stream() = default; ///< empty
     /// A new stream in `context`; a priority outside the context's range is an error naming it.
     explicit Stream(const Context& context, const StreamOptions& options = {});
-    Stream(Stream&& other) noexcept;
-    Stream& operator=(Stream&& other) noexcept;
+    Stream(Stream&& other) noexcept = default;
+    Stream& operator=(Stream&& other) noexcept = default;
     /// Destroys the stream in its context (queued work still completes). Never throws.
-    ~Stream();
+    ~Stream() = default;
 
-    explicit operator bool() const noexcept { return stream_ != nullptr; }
+    explicit operator bool() const noexcept { return static_cast<bool>(owned_); }
 
     /// Waits for the stream's work; rethrows the first exception a host callback on it threw.
     void synchronize() const;
@@ -52,15 +57,13 @@ public:
     bool nonBlocking() const;
     const Context& context() const;
     Device device() const;
-    CUstream native() const noexcept { return stream_; }
+    CUstream native() const noexcept { return owned_.get(); }
 
 private:
-    void reset() noexcept;
     void requireStream(const char* call) const;
 
-    Context context_;
-    CUstream stream_ = nullptr;
-    std::shared_ptr<detail::StreamCallbacks> callbacks_; // outlives the stream while callbacks are queued
+    std::shared_ptr<detail::StreamCallbacks> callbacks_; // queued callbacks hold it too
+    detail::ContextOwned<detail::StreamTraits> owned_;    // declared last: destroyed first
 };
 
 } // namespace cuctx

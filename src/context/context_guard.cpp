@@ -42,8 +42,8 @@ void ContextGuard::enter(const Context& context, bool verify)
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
     detail::ThreadTop& top = detail::t_top;
-    if (top.state == state) {
-        frame_.uses = top.uses;
+    if (top.state == state && top.frame != nullptr) {
+        frame_.uses = top.frame->uses;
         frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         frame_.kind = detail::FrameKind::elided;
         return;

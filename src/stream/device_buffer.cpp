@@ -35,223 +35,168 @@ void requireSameContext(const char* call, const Context& buffer, const Stream& s
 
 } // namespace
 
-DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_(context), bytes_(bytes)
+namespace detail {
+
+void DeviceAllocationTraits::destroy(const Context& context, DeviceRange range) noexcept
+{
+    inContextForCleanup(*ContextAccess::state(context), "cuMemFree",
+                        [p = range.address](const DriverApi& d) { return d.cuMemFree(p); });
+    g_liveBuffers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void IpcMappingTraits::destroy(const Context& context, DeviceRange range) noexcept
+{
+    inContextForCleanup(*ContextAccess::state(context), "cuIpcCloseMemHandle",
+                        [p = range.address](const DriverApi& d) { return d.cuIpcCloseMemHandle(p); });
+}
+
+} // namespace detail
+
+DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes)
 {
     detail::ContextState& cs = detail::checkedState(context, "cuctx::DeviceBuffer");
     if (bytes == 0)
         detail::throwError(Errc::invalid_argument, "cuctx::DeviceBuffer", "a buffer of 0 bytes",
                            "Allocate at least one byte", detail::subjectOf(cs));
     ContextGuard guard(context);
-    const CUresult r = detail::api().cuMemAlloc(&address_, bytes);
-    if (r != CUDA_SUCCESS) {
-        address_ = 0;
+    CUdeviceptr address = 0;
+    const CUresult r = detail::api().cuMemAlloc(&address, bytes);
+    if (r != CUDA_SUCCESS)
         detail::throwDriverError(r, "cuMemAlloc", detail::subjectOf(cs), std::source_location::current(),
                                  "allocating " + std::to_string(bytes) + " bytes");
-    }
+    owned_ = detail::ContextOwned<detail::DeviceAllocationTraits>(context, {address, bytes});
     detail::g_liveBuffers.fetch_add(1, std::memory_order_relaxed);
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : context_(std::move(other.context_)), address_(other.address_), bytes_(other.bytes_)
-{
-    other.address_ = 0;
-    other.bytes_ = 0;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept
-{
-    if (this != &other) {
-        reset();
-        context_ = std::move(other.context_);
-        address_ = other.address_;
-        bytes_ = other.bytes_;
-        other.address_ = 0;
-        other.bytes_ = 0;
-    }
-    return *this;
-}
-
-DeviceBuffer::~DeviceBuffer()
-{
-    reset();
-}
-
-void DeviceBuffer::reset() noexcept
-{
-    if (address_ != 0) {
-        const CUdeviceptr p = address_;
-        detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuMemFree",
-                                    [p](const detail::DriverApi& d) { return d.cuMemFree(p); });
-        detail::g_liveBuffers.fetch_sub(1, std::memory_order_relaxed);
-        address_ = 0;
-    }
-    bytes_ = 0;
-    context_.reset();
 }
 
 void DeviceBuffer::checkRange(const char* call, std::size_t bytes, std::size_t offset) const
 {
-    if (address_ == 0)
+    if (owned_.get().address == 0)
         detail::throwError(Errc::invalid_argument, call, "the DeviceBuffer is empty (default-constructed or moved from)");
-    if (offset > bytes_ || bytes > bytes_ - offset)
+    if (offset > owned_.get().bytes || bytes > owned_.get().bytes - offset)
         detail::throwError(Errc::invalid_argument, call,
                            std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-                               " do not fit in a buffer of " + std::to_string(bytes_) + " bytes",
-                           "", subjectOfContext(context_));
+                               " do not fit in a buffer of " + std::to_string(owned_.get().bytes) + " bytes",
+                           "", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::upload(const void* source, std::size_t bytes, std::size_t offset) const
 {
     checkRange("cuctx::DeviceBuffer::upload", bytes, offset);
-    ContextGuard guard(context_);
+    ContextGuard guard(owned_.context());
     const detail::DriverApi& d = detail::api();
-    detail::check(d.cuMemcpyHtoD(address_ + offset, source, bytes), "cuMemcpyHtoD", subjectOfContext(context_));
+    detail::check(d.cuMemcpyHtoD(owned_.get().address + offset, source, bytes), "cuMemcpyHtoD", subjectOfContext(owned_.context()));
     // From pageable memory the driver returns once it has staged the data, before the device has it:
     // wait for the legacy stream, so that work on any stream sees the upload.
-    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(context_));
+    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::download(void* destination, std::size_t bytes, std::size_t offset) const
 {
     checkRange("cuctx::DeviceBuffer::download", bytes, offset);
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuMemcpyDtoH(destination, address_ + offset, bytes), "cuMemcpyDtoH",
-                  subjectOfContext(context_));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuMemcpyDtoH(destination, owned_.get().address + offset, bytes), "cuMemcpyDtoH",
+                  subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::uploadAsync(const void* source, std::size_t bytes, const Stream& stream, std::size_t offset) const
 {
     checkRange("cuctx::DeviceBuffer::uploadAsync", bytes, offset);
-    requireSameContext("cuctx::DeviceBuffer::uploadAsync", context_, stream);
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuMemcpyHtoDAsync(address_ + offset, source, bytes, stream.native()),
-                  "cuMemcpyHtoDAsync", subjectOfContext(context_));
+    requireSameContext("cuctx::DeviceBuffer::uploadAsync", owned_.context(), stream);
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuMemcpyHtoDAsync(owned_.get().address + offset, source, bytes, stream.native()),
+                  "cuMemcpyHtoDAsync", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::downloadAsync(void* destination, std::size_t bytes, const Stream& stream, std::size_t offset) const
 {
     checkRange("cuctx::DeviceBuffer::downloadAsync", bytes, offset);
-    requireSameContext("cuctx::DeviceBuffer::downloadAsync", context_, stream);
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuMemcpyDtoHAsync(destination, address_ + offset, bytes, stream.native()),
-                  "cuMemcpyDtoHAsync", subjectOfContext(context_));
+    requireSameContext("cuctx::DeviceBuffer::downloadAsync", owned_.context(), stream);
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuMemcpyDtoHAsync(destination, owned_.get().address + offset, bytes, stream.native()),
+                  "cuMemcpyDtoHAsync", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::copyFrom(const DeviceBuffer& source, const Stream& stream) const
 {
     if (!source)
         detail::throwError(Errc::invalid_argument, "cuctx::DeviceBuffer::copyFrom", "the source buffer is empty");
-    checkRange("cuctx::DeviceBuffer::copyFrom", source.bytes_, 0);
+    checkRange("cuctx::DeviceBuffer::copyFrom", source.bytes(), 0);
     if (!stream)
         detail::throwError(Errc::invalid_argument, "cuctx::DeviceBuffer::copyFrom", "the Stream is empty");
     const detail::DriverApi& d = detail::api();
     ContextGuard guard(stream.context());
-    if (source.context_ == context_) {
-        detail::check(d.cuMemcpyDtoDAsync(address_, source.address_, source.bytes_, stream.native()),
-                      "cuMemcpyDtoDAsync", subjectOfContext(context_));
+    if (source.owned_.context() == owned_.context()) {
+        detail::check(d.cuMemcpyDtoDAsync(owned_.get().address, source.address(), source.bytes(), stream.native()),
+                      "cuMemcpyDtoDAsync", subjectOfContext(owned_.context()));
         return;
     }
-    detail::check(d.cuMemcpyPeerAsync(address_, context_.native(), source.address_, source.context_.native(),
-                                      source.bytes_, stream.native()),
-                  "cuMemcpyPeerAsync", subjectOfContext(context_));
+    detail::check(d.cuMemcpyPeerAsync(owned_.get().address, owned_.context().native(), source.address(), source.owned_.context().native(),
+                                      source.bytes(), stream.native()),
+                  "cuMemcpyPeerAsync", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::fill32(unsigned value) const
 {
-    checkRange("cuctx::DeviceBuffer::fill32", bytes_, 0);
-    ContextGuard guard(context_);
+    checkRange("cuctx::DeviceBuffer::fill32", owned_.get().bytes, 0);
+    ContextGuard guard(owned_.context());
     const detail::DriverApi& d = detail::api();
-    detail::check(d.cuMemsetD32(address_, value, bytes_ / 4), "cuMemsetD32", subjectOfContext(context_));
+    detail::check(d.cuMemsetD32(owned_.get().address, value, owned_.get().bytes / 4), "cuMemsetD32", subjectOfContext(owned_.context()));
     // A memset of device memory may return before it is done: make it visible to every stream.
-    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(context_));
+    detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(owned_.context()));
 }
 
 void DeviceBuffer::fill32(unsigned value, const Stream& stream) const
 {
-    checkRange("cuctx::DeviceBuffer::fill32", bytes_, 0);
-    requireSameContext("cuctx::DeviceBuffer::fill32", context_, stream);
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuMemsetD32Async(address_, value, bytes_ / 4, stream.native()), "cuMemsetD32Async",
-                  subjectOfContext(context_));
+    checkRange("cuctx::DeviceBuffer::fill32", owned_.get().bytes, 0);
+    requireSameContext("cuctx::DeviceBuffer::fill32", owned_.context(), stream);
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuMemsetD32Async(owned_.get().address, value, owned_.get().bytes / 4, stream.native()), "cuMemsetD32Async",
+                  subjectOfContext(owned_.context()));
 }
 
 IpcMemHandle DeviceBuffer::ipcHandle() const
 {
     checkRange("cuctx::DeviceBuffer::ipcHandle", 0, 0);
     CUipcMemHandle h{};
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuIpcGetMemHandle(&h, address_), "cuIpcGetMemHandle", subjectOfContext(context_));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuIpcGetMemHandle(&h, owned_.get().address), "cuIpcGetMemHandle", subjectOfContext(owned_.context()));
     IpcMemHandle out;
     std::memcpy(out.bytes.data(), h.reserved, sizeof h.reserved);
-    out.size = bytes_;
+    out.size = owned_.get().bytes;
     return out;
 }
 
 const Context& DeviceBuffer::context() const
 {
     checkRange("cuctx::DeviceBuffer::context", 0, 0);
-    return context_;
+    return owned_.context();
 }
 
-IpcMemory::IpcMemory(const Context& context, const IpcMemHandle& handle) : context_(context), bytes_(handle.size)
+IpcMemory::IpcMemory(const Context& context, const IpcMemHandle& handle)
 {
     detail::ContextState& cs = detail::checkedState(context, "cuctx::IpcMemory");
     CUipcMemHandle h{};
     std::memcpy(h.reserved, handle.bytes.data(), sizeof h.reserved);
     ContextGuard guard(context);
-    const CUresult r = detail::api().cuIpcOpenMemHandle(&address_, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-    if (r != CUDA_SUCCESS) {
-        address_ = 0;
+    CUdeviceptr address = 0;
+    const CUresult r = detail::api().cuIpcOpenMemHandle(&address, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r != CUDA_SUCCESS)
         detail::throwDriverError(r, "cuIpcOpenMemHandle", detail::subjectOf(cs), std::source_location::current(),
                                  "opening another process's memory handle",
                                  "A process cannot open its own handles; the memory must still be allocated in the "
                                  "process that made the handle");
-    }
-}
-
-IpcMemory::IpcMemory(IpcMemory&& other) noexcept
-    : context_(std::move(other.context_)), address_(other.address_), bytes_(other.bytes_)
-{
-    other.address_ = 0;
-}
-
-IpcMemory& IpcMemory::operator=(IpcMemory&& other) noexcept
-{
-    if (this != &other) {
-        reset();
-        context_ = std::move(other.context_);
-        address_ = other.address_;
-        bytes_ = other.bytes_;
-        other.address_ = 0;
-    }
-    return *this;
-}
-
-IpcMemory::~IpcMemory()
-{
-    reset();
-}
-
-void IpcMemory::reset() noexcept
-{
-    if (address_ != 0) {
-        const CUdeviceptr p = address_;
-        detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuIpcCloseMemHandle",
-                                    [p](const detail::DriverApi& d) { return d.cuIpcCloseMemHandle(p); });
-        address_ = 0;
-    }
-    context_.reset();
+    owned_ = detail::ContextOwned<detail::IpcMappingTraits>(context, {address, handle.size});
 }
 
 void IpcMemory::download(void* destination, std::size_t bytes, std::size_t offset) const
 {
-    if (address_ == 0 || offset > bytes_ || bytes > bytes_ - offset)
+    if (owned_.get().address == 0 || offset > owned_.get().bytes || bytes > owned_.get().bytes - offset)
         detail::throwError(Errc::invalid_argument, "cuctx::IpcMemory::download",
                            std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-                               " do not fit in a mapping of " + std::to_string(bytes_) + " bytes");
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuMemcpyDtoH(destination, address_ + offset, bytes), "cuMemcpyDtoH",
-                  subjectOfContext(context_));
+                               " do not fit in a mapping of " + std::to_string(owned_.get().bytes) + " bytes");
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuMemcpyDtoH(destination, owned_.get().address + offset, bytes), "cuMemcpyDtoH",
+                  subjectOfContext(owned_.context()));
 }
 
 } // namespace cuctx

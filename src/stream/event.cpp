@@ -13,8 +13,19 @@
 
 namespace cuctx {
 
+namespace detail {
+
+void EventTraits::destroy(const Context& context, CUevent event) noexcept
+{
+    inContextForCleanup(*ContextAccess::state(context), "cuEventDestroy",
+                        [event](const DriverApi& d) { return d.cuEventDestroy(event); });
+    g_liveEvents.fetch_sub(1, std::memory_order_relaxed);
+}
+
+} // namespace detail
+
 Event::Event(const Context& context, const EventOptions& options)
-    : context_(context), interprocess_(options.interprocess), timing_(options.timing)
+    : interprocess_(options.interprocess), timing_(options.timing)
 {
     detail::ContextState& cs = detail::checkedState(context, "cuctx::Event");
     if (options.interprocess && options.timing)
@@ -28,50 +39,15 @@ Event::Event(const Context& context, const EventOptions& options)
     flags |= options.blockingSync ? static_cast<unsigned>(CU_EVENT_BLOCKING_SYNC) : 0u;
     flags |= options.interprocess ? static_cast<unsigned>(CU_EVENT_INTERPROCESS) : 0u;
     ContextGuard guard(context);
-    detail::check(detail::api().cuEventCreate(&event_, flags), "cuEventCreate", detail::subjectOf(cs));
+    CUevent event = nullptr;
+    detail::check(detail::api().cuEventCreate(&event, flags), "cuEventCreate", detail::subjectOf(cs));
+    owned_ = detail::ContextOwned<detail::EventTraits>(context, event);
     detail::g_liveEvents.fetch_add(1, std::memory_order_relaxed);
-}
-
-Event::Event(Event&& other) noexcept
-    : context_(std::move(other.context_)), event_(other.event_), interprocess_(other.interprocess_),
-      timing_(other.timing_)
-{
-    other.event_ = nullptr;
-}
-
-Event& Event::operator=(Event&& other) noexcept
-{
-    if (this != &other) {
-        reset();
-        context_ = std::move(other.context_);
-        event_ = other.event_;
-        interprocess_ = other.interprocess_;
-        timing_ = other.timing_;
-        other.event_ = nullptr;
-    }
-    return *this;
-}
-
-Event::~Event()
-{
-    reset();
-}
-
-void Event::reset() noexcept
-{
-    if (event_ != nullptr) {
-        CUevent e = event_;
-        detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuEventDestroy",
-                                    [e](const detail::DriverApi& d) { return d.cuEventDestroy(e); });
-        detail::g_liveEvents.fetch_sub(1, std::memory_order_relaxed);
-        event_ = nullptr;
-    }
-    context_.reset();
 }
 
 void Event::requireEvent(const char* call) const
 {
-    if (event_ == nullptr)
+    if (owned_.get() == nullptr)
         detail::throwError(Errc::invalid_argument, call, "the Event is empty (default-constructed or moved from)",
                            "Create one: cuctx::Event(context)");
 }
@@ -82,11 +58,11 @@ void Event::record(const Stream& stream) const
     if (!stream)
         detail::throwError(Errc::invalid_argument, "cuctx::Event::record", "the Stream is empty");
     ContextGuard guard(stream.context());
-    const CUresult r = detail::api().cuEventRecord(event_, stream.native());
+    const CUresult r = detail::api().cuEventRecord(owned_.get(), stream.native());
     if (r != CUDA_SUCCESS)
         detail::throwDriverError(r, "cuEventRecord", detail::subjectOf(*detail::ContextAccess::state(stream.context())),
                                  std::source_location::current(), "recording an event of " +
-                                     detail::describeContext(*detail::ContextAccess::state(context_)) +
+                                     detail::describeContext(*detail::ContextAccess::state(owned_.context())) +
                                      " on a stream of " +
                                      detail::describeContext(*detail::ContextAccess::state(stream.context())),
                                  "An event is recorded on a stream of its own context; other contexts wait on it "
@@ -99,7 +75,7 @@ void Event::recordContext(const Context& context) const
     const detail::DriverApi& d = detail::api();
     detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxRecordEvent), "cuCtxRecordEvent");
     detail::ContextState& cs = detail::checkedState(context, "cuctx::Event::recordContext");
-    detail::check(d.cuCtxRecordEvent(cs.handle, event_), "cuCtxRecordEvent", detail::subjectOf(cs));
+    detail::check(d.cuCtxRecordEvent(cs.handle, owned_.get()), "cuCtxRecordEvent", detail::subjectOf(cs));
 }
 
 void Event::waitInContext(const Context& context) const
@@ -108,26 +84,26 @@ void Event::waitInContext(const Context& context) const
     const detail::DriverApi& d = detail::api();
     detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxWaitEvent), "cuCtxWaitEvent");
     detail::ContextState& cs = detail::checkedState(context, "cuctx::Event::waitInContext");
-    detail::check(d.cuCtxWaitEvent(cs.handle, event_), "cuCtxWaitEvent", detail::subjectOf(cs));
+    detail::check(d.cuCtxWaitEvent(cs.handle, owned_.get()), "cuCtxWaitEvent", detail::subjectOf(cs));
 }
 
 bool Event::ready() const
 {
     requireEvent("cuctx::Event::ready");
-    ContextGuard guard(context_);
-    const CUresult r = detail::api().cuEventQuery(event_);
+    ContextGuard guard(owned_.context());
+    const CUresult r = detail::api().cuEventQuery(owned_.get());
     if (r == CUDA_ERROR_NOT_READY)
         return false;
-    detail::check(r, "cuEventQuery", detail::subjectOf(*detail::ContextAccess::state(context_)));
+    detail::check(r, "cuEventQuery", detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
     return true;
 }
 
 void Event::synchronize() const
 {
     requireEvent("cuctx::Event::synchronize");
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuEventSynchronize(event_), "cuEventSynchronize",
-                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuEventSynchronize(owned_.get()), "cuEventSynchronize",
+                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
 }
 
 float Event::elapsedMilliseconds(const Event& start, const Event& end)
@@ -141,9 +117,9 @@ float Event::elapsedMilliseconds(const Event& start, const Event& end)
     const auto elapsed = d.cuEventElapsedTime_v2 != nullptr ? d.cuEventElapsedTime_v2 : d.cuEventElapsedTime_v1;
     detail::requireEntry(reinterpret_cast<const void*>(elapsed), "cuEventElapsedTime");
     float ms = 0;
-    ContextGuard guard(start.context_);
-    detail::check(elapsed(&ms, start.event_, end.event_), "cuEventElapsedTime",
-                  detail::subjectOf(*detail::ContextAccess::state(start.context_)));
+    ContextGuard guard(start.owned_.context());
+    detail::check(elapsed(&ms, start.owned_.get(), end.owned_.get()), "cuEventElapsedTime",
+                  detail::subjectOf(*detail::ContextAccess::state(start.owned_.context())));
     return ms;
 }
 
@@ -155,9 +131,9 @@ IpcEventHandle Event::ipcHandle() const
                            "the event was not created interprocess",
                            "Create it with EventOptions::interprocess = true (and timing off)");
     CUipcEventHandle h{};
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuIpcGetEventHandle(&h, event_), "cuIpcGetEventHandle",
-                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuIpcGetEventHandle(&h, owned_.get()), "cuIpcGetEventHandle",
+                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
     IpcEventHandle out;
     static_assert(sizeof h.reserved == sizeof out.bytes);
     std::memcpy(out.bytes.data(), h.reserved, sizeof h.reserved);
@@ -171,9 +147,10 @@ Event Event::openIpc(const Context& context, const IpcEventHandle& handle)
     std::memcpy(h.reserved, handle.bytes.data(), sizeof h.reserved);
     Event e;
     ContextGuard guard(context);
-    detail::check(detail::api().cuIpcOpenEventHandle(&e.event_, h), "cuIpcOpenEventHandle", detail::subjectOf(cs));
+    CUevent event = nullptr;
+    detail::check(detail::api().cuIpcOpenEventHandle(&event, h), "cuIpcOpenEventHandle", detail::subjectOf(cs));
+    e.owned_ = detail::ContextOwned<detail::EventTraits>(context, event);
     detail::g_liveEvents.fetch_add(1, std::memory_order_relaxed);
-    e.context_ = context;
     e.interprocess_ = true;
     return e;
 }
@@ -181,7 +158,7 @@ Event Event::openIpc(const Context& context, const IpcEventHandle& handle)
 const Context& Event::context() const
 {
     requireEvent("cuctx::Event::context");
-    return context_;
+    return owned_.context();
 }
 
 } // namespace cuctx

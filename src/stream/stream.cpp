@@ -48,8 +48,19 @@ void CUDA_CB runCallback(void* data) noexcept
 } // namespace
 } // namespace detail
 
+namespace detail {
+
+void StreamTraits::destroy(const Context& context, CUstream stream) noexcept
+{
+    inContextForCleanup(*ContextAccess::state(context), "cuStreamDestroy",
+                        [stream](const DriverApi& d) { return d.cuStreamDestroy(stream); });
+    g_liveStreams.fetch_sub(1, std::memory_order_relaxed);
+}
+
+} // namespace detail
+
 Stream::Stream(const Context& context, const StreamOptions& options)
-    : context_(context), callbacks_(std::make_shared<detail::StreamCallbacks>())
+    : callbacks_(std::make_shared<detail::StreamCallbacks>())
 {
     detail::ContextState& cs = detail::checkedState(context, "cuctx::Stream");
     const Context::StreamPriorityRange range = context.streamPriorityRange();
@@ -61,51 +72,17 @@ Stream::Stream(const Context& context, const StreamOptions& options)
                            "Use Context::streamPriorityRange(): lower numbers are higher priorities",
                            detail::subjectOf(cs));
     ContextGuard guard(context);
-    detail::check(detail::api().cuStreamCreateWithPriority(&stream_, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0,
+    CUstream stream = nullptr;
+    detail::check(detail::api().cuStreamCreateWithPriority(&stream, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0,
                                                           options.priority),
                   "cuStreamCreateWithPriority", detail::subjectOf(cs));
+    owned_ = detail::ContextOwned<detail::StreamTraits>(context, stream);
     detail::g_liveStreams.fetch_add(1, std::memory_order_relaxed);
-}
-
-Stream::Stream(Stream&& other) noexcept
-    : context_(std::move(other.context_)), stream_(other.stream_), callbacks_(std::move(other.callbacks_))
-{
-    other.stream_ = nullptr;
-}
-
-Stream& Stream::operator=(Stream&& other) noexcept
-{
-    if (this != &other) {
-        reset();
-        context_ = std::move(other.context_);
-        stream_ = other.stream_;
-        callbacks_ = std::move(other.callbacks_);
-        other.stream_ = nullptr;
-    }
-    return *this;
-}
-
-Stream::~Stream()
-{
-    reset();
-}
-
-void Stream::reset() noexcept
-{
-    if (stream_ != nullptr) {
-        CUstream s = stream_;
-        detail::inContextForCleanup(*detail::ContextAccess::state(context_), "cuStreamDestroy",
-                                    [s](const detail::DriverApi& d) { return d.cuStreamDestroy(s); });
-        detail::g_liveStreams.fetch_sub(1, std::memory_order_relaxed);
-        stream_ = nullptr;
-    }
-    callbacks_.reset();
-    context_.reset();
 }
 
 void Stream::requireStream(const char* call) const
 {
-    if (stream_ == nullptr)
+    if (owned_.get() == nullptr)
         detail::throwError(Errc::invalid_argument, call, "the Stream is empty (default-constructed or moved from)",
                            "Create one: cuctx::Stream(context)");
 }
@@ -113,9 +90,9 @@ void Stream::requireStream(const char* call) const
 void Stream::synchronize() const
 {
     requireStream("cuctx::Stream::synchronize");
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuStreamSynchronize(stream_), "cuStreamSynchronize",
-                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuStreamSynchronize(owned_.get()), "cuStreamSynchronize",
+                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
     std::exception_ptr failed;
     {
         std::lock_guard lock(callbacks_->mutex);
@@ -128,11 +105,11 @@ void Stream::synchronize() const
 bool Stream::ready() const
 {
     requireStream("cuctx::Stream::ready");
-    ContextGuard guard(context_);
-    const CUresult r = detail::api().cuStreamQuery(stream_);
+    ContextGuard guard(owned_.context());
+    const CUresult r = detail::api().cuStreamQuery(owned_.get());
     if (r == CUDA_ERROR_NOT_READY)
         return false;
-    detail::check(r, "cuStreamQuery", detail::subjectOf(*detail::ContextAccess::state(context_)));
+    detail::check(r, "cuStreamQuery", detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
     return true;
 }
 
@@ -141,18 +118,18 @@ void Stream::wait(const Event& event) const
     requireStream("cuctx::Stream::wait");
     if (!event)
         detail::throwError(Errc::invalid_argument, "cuctx::Stream::wait", "the Event is empty");
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuStreamWaitEvent(stream_, event.native(), 0), "cuStreamWaitEvent",
-                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuStreamWaitEvent(owned_.get(), event.native(), 0), "cuStreamWaitEvent",
+                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
 }
 
 void Stream::hostCallback(std::function<void()> callback) const
 {
     requireStream("cuctx::Stream::hostCallback");
     auto payload = std::make_unique<detail::CallbackPayload>(detail::CallbackPayload{std::move(callback), callbacks_});
-    ContextGuard guard(context_);
-    detail::check(detail::api().cuLaunchHostFunc(stream_, detail::runCallback, payload.get()), "cuLaunchHostFunc",
-                  detail::subjectOf(*detail::ContextAccess::state(context_)));
+    ContextGuard guard(owned_.context());
+    detail::check(detail::api().cuLaunchHostFunc(owned_.get(), detail::runCallback, payload.get()), "cuLaunchHostFunc",
+                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
     (void)payload.release(); // the callback owns it now
 }
 
@@ -160,7 +137,7 @@ int Stream::priority() const
 {
     requireStream("cuctx::Stream::priority");
     int p = 0;
-    detail::check(detail::api().cuStreamGetPriority(stream_, &p), "cuStreamGetPriority");
+    detail::check(detail::api().cuStreamGetPriority(owned_.get(), &p), "cuStreamGetPriority");
     return p;
 }
 
@@ -168,14 +145,14 @@ bool Stream::nonBlocking() const
 {
     requireStream("cuctx::Stream::nonBlocking");
     unsigned flags = 0;
-    detail::check(detail::api().cuStreamGetFlags(stream_, &flags), "cuStreamGetFlags");
+    detail::check(detail::api().cuStreamGetFlags(owned_.get(), &flags), "cuStreamGetFlags");
     return (flags & CU_STREAM_NON_BLOCKING) != 0;
 }
 
 const Context& Stream::context() const
 {
     requireStream("cuctx::Stream::context");
-    return context_;
+    return owned_.context();
 }
 
 Device Stream::device() const

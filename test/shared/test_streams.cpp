@@ -7,6 +7,7 @@
 #include "cuctx/device_buffer.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/event.hpp"
+#include "cuctx/live_objects.hpp"
 #include "cuctx/peer_access.hpp"
 #include "cuctx/pipeline.hpp"
 #include "cuctx/spmd.hpp"
@@ -288,4 +289,42 @@ TEST_CASE("peers: the matrix covers every ordered pair; enabling what cannot be 
     CHECK_THROWS_WITH(cuctx::PeerAccess::enable(a, b), Catch::Contains("cannot reach each other"));
     CHECK_FALSE(cuctx::PeerAccess::disable(a, b)); // not enabled: success, nothing changed
 #endif
+}
+
+TEST_CASE("RAII handles: a move transfers ownership, an assignment destroys what was there", "[stream]")
+{
+    const cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    {
+        Stream a(ctx);
+        Stream b(ctx);
+        const CUstream second = b.native();
+        a = std::move(b); // a's first stream is destroyed now
+        CHECK(cuctx::liveObjects().streams == before.streams + 1);
+        CHECK(a.native() == second);
+        CHECK_FALSE(b); // NOLINT(bugprone-use-after-move): the empty state is the contract
+        CHECK(b.native() == nullptr);
+        Stream c(std::move(a));
+        CHECK(c.native() == second);
+        CHECK(c.context() == ctx);
+
+        Event e1(ctx);
+        Event e2(std::move(e1));
+        CHECK_FALSE(e1);
+        CHECK(e2);
+        e2 = Event(ctx);
+        CHECK(cuctx::liveObjects().events == before.events + 1);
+
+        cuctx::DeviceBuffer x(ctx, 64);
+        cuctx::DeviceBuffer y(ctx, 128);
+        x = std::move(y);
+        CHECK(x.bytes() == 128);
+        CHECK(y.bytes() == 0);
+        CHECK(y.address() == 0);
+        CHECK(cuctx::liveObjects().buffers == before.buffers + 1);
+        x = cuctx::DeviceBuffer();
+        CHECK_FALSE(x);
+        CHECK(cuctx::liveObjects().buffers == before.buffers);
+    }
+    CHECK(cuctx::liveObjects() == before);
 }

@@ -3,7 +3,7 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one and caches its context and use counter, plus the
+// link to the one below; t_top names the top one and caches its context, plus the
 // context this thread switched to last, so that a guard costs, inlined into the caller, a compare
 // and an increment when its context is current, and little more than the driver's push and pop when
 // it must switch. Measured on the H200, every store the guard makes around the driver's calls costs
@@ -46,8 +46,11 @@ inline bool ownsHandle(const Frame& frame) noexcept
 }
 
 struct ThreadTop {
-    ContextState* state = nullptr;              ///< the top frame's context
-    std::atomic<std::uint32_t>* uses = nullptr; ///< and this thread's use count of it
+    // The top frame's context (copied out of it so that an elided guard's check is one load), and
+    // the frame. A forked child clears `state` alone, which sends every guard out of line. The top
+    // frame's use counter is not copied: an elided guard reads it from the frame, which costs it a
+    // dependent load and saves a switching guard two stores.
+    ContextState* state = nullptr;
     Frame* frame = nullptr;
     // The context this thread last pushed, when it is a plain one (not green): a guard switching to
     // it again needs nothing from cuctx's tables. Valid while its slot still names it: a destroyed
@@ -58,9 +61,17 @@ struct ThreadTop {
     std::atomic<std::uint32_t>* recentUses = nullptr;
 };
 
-// constinit: no TLS init wrapper on the hot path. cuctx's thread-locals are a few dozen bytes, so
-// that programs loading it with dlopen do not run short of static TLS.
-extern constinit thread_local ThreadTop t_top;
+// constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
+// holds in every program that inlines a guard: position-independent code (a backend's own shared
+// library, a static library built with -fPIC) would otherwise reach t_top through __tls_get_addr,
+// a call per access, measured at 2-4 ns of a switching guard on the H200. cuctx's thread-locals are
+// a few dozen bytes, so programs loading it with dlopen do not run short of static TLS.
+#if defined(__GNUC__) || defined(__clang__)
+#define CUCTX_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+#else
+#define CUCTX_TLS_INITIAL_EXEC
+#endif
+extern constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
 
 /// The driver's push and pop for the inline switching guard: set once the driver is loaded, and
 /// nullptr before, in a child forked after CUDA was initialised (so that guards there take the path
@@ -81,7 +92,6 @@ inline void setTop(Frame* frame) noexcept
 {
     ThreadTop& top = t_top;
     top.state = frame != nullptr ? frame->state : nullptr;
-    top.uses = frame != nullptr ? frame->uses : nullptr;
     top.frame = frame;
 }
 
