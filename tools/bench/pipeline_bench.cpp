@@ -2,7 +2,9 @@
 // against the same stages with the host synchronising after each one, in the same run.
 //
 // Each of --stages contexts copies the previous stage's output (a peer copy between contexts) and
-// scales it with a kernel; --items items of --floats floats flow through. The kernels come from
+// doubles it with a kernel; --items items of --floats floats flow through, and every item's result
+// is checked (2 to the number of stages) after the runs. Stage k runs on device k mod the number of
+// devices, so --stages N spreads a pipeline over N GPUs. The kernels come from
 // test/data/kernels.ptx (CUCTX_BENCH_PTX overrides where it is).
 //
 // usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]
@@ -44,7 +46,7 @@ void stageWork(const Setup& s, std::size_t stage, const Stream& stream, std::siz
     const auto n = static_cast<unsigned>(floats);
     launch(s.kernels[stage].function("scale"),
            {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1}, .stream = stream.native()},
-           s.computed[stage][item].address(), s.received[stage][item].address(), 1.0f, n);
+           s.computed[stage][item].address(), s.received[stage][item].address(), 2.0f, n);
 }
 
 } // namespace
@@ -110,17 +112,27 @@ int main(int argc, char** argv)
             synced = std::min(synced, b);
         }
     }
+    // Every item went through every stage: 1.0 doubled once per stage.
+    const float expected = static_cast<float>(1u << o.stages);
+    std::size_t wrong = 0;
+    for (std::size_t item = 0; item < o.items; ++item)
+        for (const float v : s.computed.back()[item].download<float>())
+            wrong += v != expected ? 1 : 0;
     char ra[32], rb[32];
     std::snprintf(ra, sizeof ra, "%.2f ms", synced);
     std::snprintf(rb, sizeof rb, "%.2f ms", chained);
     if (!o.csv)
         std::printf(
-            "cuctx-bench-pipeline: %s, %d stages on %d contexts, %zu items of %zu floats (best of %d);\n"
+            "cuctx-bench-pipeline: %s, %d stages on %d contexts over %d device(s), %zu items of %zu floats "
+            "(best of %d);\n"
             "the first column synchronises the host after every stage, the second chains the stages by "
             "events\n\n",
-            device.name().c_str(), o.stages, o.stages, o.items, o.floats, o.repeats);
-    print({Row{"pipeline: events vs host sync", ra, rb, synced / chained, "(faster is better)",
-               chained <= synced}},
+            device.name().c_str(), o.stages, o.stages, std::min(o.stages, Device::count()), o.items, o.floats,
+            o.repeats);
+    print({Row{wrong == 0 ? "pipeline: events vs host sync" : "pipeline: WRONG RESULTS", ra, rb, synced / chained,
+               "correct, faster", wrong == 0 && chained <= synced}},
           o.csv);
-    return 0;
+    if (wrong != 0)
+        std::fprintf(stderr, "cuctx-bench-pipeline: %zu values differ from %g\n", wrong, static_cast<double>(expected));
+    return wrong == 0 ? 0 : 1;
 }
