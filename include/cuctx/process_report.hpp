@@ -77,7 +77,8 @@ struct ReportOptions {
 };
 
 /// Takes the report. Loads the driver if nobody has yet; creates no context and changes no
-/// thread's stack.
+/// thread's stack. In a child forked after CUDA was initialised it reports the fork as the driver's
+/// state, and reads the registry only if no thread held its lock at the fork (never waits).
 ProcessReport processReport(const ReportOptions& options = {});
 
 } // namespace cuctx

@@ -209,10 +209,14 @@ std::vector<long> threadsUsing(const ContextState& state)
     return tids;
 }
 
-void snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads)
+bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly)
 {
     static const char* const kinds[] = {"created", "primary", "green"};
-    std::lock_guard lock(registryMutex());
+    std::unique_lock lock(registryMutex(), std::defer_lock);
+    if (!tryOnly)
+        lock.lock();
+    else if (!lock.try_lock())
+        return false;
     const std::vector<ContextState*>& live = liveStatesLocked();
     const std::size_t first = contexts.size();
     for (const ContextState* state : live) {
@@ -245,6 +249,7 @@ void snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
         if (!t.uses.empty())
             threads.push_back(std::move(t));
     }
+    return true;
 }
 
 ContextState* acquirePrimaryLocked(int ordinal) noexcept

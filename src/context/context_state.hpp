@@ -65,8 +65,10 @@ void lastUseEnded(ContextState* state) noexcept;
 std::vector<long> threadsUsing(const ContextState& state);
 
 /// Every live context and every thread that has one entered, read under the registry mutex (so
-/// that no context is freed meanwhile) for cuctx::processReport. Thread names are left empty.
-void snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads);
+/// that no context is freed meanwhile) for cuctx::processReport. Thread names are left empty. With
+/// `tryOnly` (a forked child, where a thread of the parent may have held the mutex at the fork) it
+/// gives up rather than wait, and returns false.
+bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly);
 
 /// Primary contexts are interned per device. Under registryMutex(): the live state of device
 /// `ordinal`'s primary context with one more handle, or nullptr; and recording a new one.

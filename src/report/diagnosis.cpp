@@ -34,8 +34,7 @@ struct Findings {
 
 const char* env(const char* name)
 {
-    const char* v = std::getenv(name);
-    return v;
+    return std::getenv(name);
 }
 
 std::vector<std::string> split(std::string_view text, char separator)
@@ -166,7 +165,7 @@ void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions&
             problem = true;
             break; // the driver stops here too
         }
-        if (physical > 0 && e[0] != 'G' && e[0] != 'M' && std::stol(e) >= physical) {
+        if (physical > 0 && e[0] != 'G' && e[0] != 'M' && std::strtoul(e.c_str(), nullptr, 10) >= static_cast<unsigned long>(physical)) {
             f.add("visible-devices", Severity::warning,
                   "CUDA_VISIBLE_DEVICES entry " + e + " names no GPU (this machine has " + std::to_string(physical) +
                       ")",

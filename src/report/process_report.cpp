@@ -3,6 +3,7 @@
 #include "context/context_state.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/version.hpp"
+#include "driver/fork_state.hpp"
 #include "report/json_writer.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
@@ -66,7 +67,8 @@ ProcessReport processReport(const ReportOptions& options)
             r.errors.emplace_back(std::string("devices: ") + e.what());
         }
     }
-    detail::snapshotRegistry(r.contexts, r.threads);
+    if (!detail::snapshotRegistry(r.contexts, r.threads, detail::forkedAfterInit()))
+        r.errors.emplace_back("registry: locked when this process was forked; not read");
     for (ThreadSnapshot& t : r.threads)
         t.name = threadName(t.tid);
     r.live = liveObjects();

@@ -73,8 +73,16 @@ ReportOnSignal::ReportOnSignal(int signal, Sink sink, ReportOptions options)
         detail::throwError(Errc::invalid_state, "cuctx::ReportOnSignal", std::string("pipe2 failed: ") + std::strerror(e));
     }
     ::fcntl(pipe_[1], F_SETFL, O_NONBLOCK); // the handler must never block
+    try {
+        thread_ = std::thread([this] { serve(); });
+    } catch (...) {
+        ::close(pipe_[0]);
+        ::close(pipe_[1]);
+        pipe_[0] = pipe_[1] = -1;
+        g_active.store(false);
+        throw;
+    }
     g_writeEnd.store(pipe_[1]);
-    thread_ = std::thread([this] { serve(); });
     struct sigaction action {};
     action.sa_handler = onReportSignal;
     sigemptyset(&action.sa_mask);
@@ -128,16 +136,16 @@ void ReportOnSignal::serve()
             continue;
         if (n <= 0)
             return;
-        bool report = false;
+        bool requested = false;
         for (ssize_t i = 0; i < n; ++i) {
             if (bytes[i] == kQuit)
                 return;
-            report = report || bytes[i] == kReport; // signals that came together get one report
+            requested = requested || bytes[i] == kReport; // signals that came together get one report
         }
-        if (!report)
+        if (!requested)
             continue;
         try {
-            ProcessReport report = processReport(options_);
+            const ProcessReport report = processReport(options_);
             taken_.fetch_add(1, std::memory_order_release);
             sink_(report);
         } catch (const std::exception& e) {

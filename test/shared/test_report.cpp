@@ -181,22 +181,26 @@ TEST_CASE("diagnose finds nothing wrong with a working driver, and reports each 
 
 TEST_CASE("diagnose compares CUDA_VISIBLE_DEVICES with the machine's GPUs", "[report]")
 {
-    // Four GPUs as the kernel driver lists them, a filter that shows fewer and names a fifth.
+    // Four GPUs as the kernel driver lists them, a filter that shows fewer and names GPUs beyond them.
     const std::filesystem::path list =
         std::filesystem::temp_directory_path() / ("cuctx-gpus-" + std::to_string(getpid()));
     for (int i = 0; i < 4; ++i)
         std::filesystem::create_directories(list / ("0000:1" + std::to_string(i) + ":00.0"));
-    ScopedEnv visible("CUDA_VISIBLE_DEVICES", "0,5");
+    ScopedEnv visible("CUDA_VISIBLE_DEVICES", "0,5,99999999999999999999999"); // the last too large for a long
     const std::vector<cuctx::Finding> findings = cuctx::diagnose({.gpuListDir = list.string()});
     std::filesystem::remove_all(list);
     bool hides = false;
     bool namesNoGpu = false;
+    bool namesHuge = false;
     for (const cuctx::Finding& f : findings) {
-        hides = hides || (f.check == "visible-devices" && f.summary.find("of the 4 GPUs") != std::string::npos);
-        namesNoGpu = namesNoGpu || (f.check == "visible-devices" && f.summary.find("entry 5 names no GPU") != std::string::npos);
+        const bool visibleCheck = f.check == "visible-devices";
+        hides = hides || (visibleCheck && f.summary.find("of the 4 GPUs") != std::string::npos);
+        namesNoGpu = namesNoGpu || (visibleCheck && f.summary.find("entry 5 names no GPU") != std::string::npos);
+        namesHuge = namesHuge || (visibleCheck && f.summary.find("entry 9999") != std::string::npos);
     }
     CHECK(hides);
     CHECK(namesNoGpu);
+    CHECK(namesHuge);
     CHECK(cuctx::worstSeverity(findings) >= cuctx::Severity::warning);
 }
 
