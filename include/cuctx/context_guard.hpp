@@ -73,14 +73,11 @@ public:
             const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
             frame_.uses->store(after, std::memory_order_release);
             if (after == 0) {
-                // The last use here (a green context's goes out of line, which releases its owner).
-                if (frame_.state->exclusive() || !detail::g_leaveFenceIsCompilerOnly) [[unlikely]] {
+                // The last use here: an orphaned context may go, a green one releases its owner. The
+                // fence needs only the compiler (g_pop is null where it would need more).
+                std::atomic_signal_fence(std::memory_order_seq_cst); // see context/fence.hpp
+                if (frame_.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                     detail::lastUseOnThread(frame_.state);
-                } else {
-                    std::atomic_signal_fence(std::memory_order_seq_cst); // see context/fence.hpp
-                    if (frame_.state->orphaned.load(std::memory_order_relaxed)) [[unlikely]]
-                        detail::lastUseEnded(frame_.state);
-                }
             }
             return;
         }

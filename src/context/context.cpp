@@ -49,6 +49,8 @@ ContextState* newState(CUcontext handle, const Device& device, detail::ContextKi
     state->ordinal = device.ordinal();
     state->id = contextIdOf(handle);
     state->kind = kind;
+    if (kind == detail::ContextKind::green)
+        state->leaveFlags.store(ContextState::kExclusive, std::memory_order_relaxed);
     return state;
 }
 

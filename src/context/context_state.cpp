@@ -188,7 +188,7 @@ void releaseHandle(ContextState* state) noexcept
     if (state->handles.fetch_sub(1, std::memory_order_acq_rel) != 1)
         return;
     // The last handle: from now on only the uses that threads have counted can keep it alive.
-    state->orphaned.store(true, std::memory_order_seq_cst);
+    state->leaveFlags.fetch_or(ContextState::kOrphaned, std::memory_order_seq_cst);
     heavyFence();
     tryDestroy(state);
 }
@@ -226,7 +226,7 @@ bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
         c.kind = kinds[static_cast<int>(state->kind)];
         c.description = describeContext(*state);
         c.handles = state->handles.load(std::memory_order_relaxed);
-        c.destructionDeferred = state->orphaned.load(std::memory_order_relaxed);
+        c.destructionDeferred = state->orphaned();
         contexts.push_back(std::move(c));
     }
     for (ThreadState* ts : registeredThreads()) {

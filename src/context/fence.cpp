@@ -1,5 +1,7 @@
 #include "context/fence.hpp"
 
+#include "driver/driver_state.hpp"
+
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -47,18 +49,20 @@ FenceMode chooseMode() noexcept
 } // namespace
 
 FenceMode g_fenceMode = chooseMode();
+
+bool leaveFenceIsCompilerOnly() noexcept
+{
 #ifdef CUCTX_TSAN
-bool g_leaveFenceIsCompilerOnly = false;
+    return false; // ThreadSanitizer models neither asymmetric fence
 #else
-bool g_leaveFenceIsCompilerOnly = g_fenceMode != FenceMode::none;
+    return g_fenceMode != FenceMode::none;
 #endif
+}
 
 void setFenceMode(FenceMode mode) noexcept
 {
     g_fenceMode = mode;
-#ifndef CUCTX_TSAN
-    g_leaveFenceIsCompilerOnly = mode != FenceMode::none;
-#endif
+    refreshInlineDriver(); // the inline leave path relies on the mode
 }
 std::atomic<unsigned> g_fenceWord{0};
 

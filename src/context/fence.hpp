@@ -24,6 +24,9 @@ enum class FenceMode { membarrier, mprotect, none };
 extern FenceMode g_fenceMode;
 /// Changes the mode (and what the inline leave path of ContextGuard relies on); tests use it.
 void setFenceMode(FenceMode mode) noexcept;
+/// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
+/// asymmetric fence). Where it does not, g_pop is null (thread_top.hpp): guards leave out of line.
+bool leaveFenceIsCompilerOnly() noexcept;
 extern std::atomic<unsigned> g_fenceWord;
 
 /// "membarrier", "mprotect" or "seq_cst fences": how this process orders the two sides.

@@ -165,7 +165,7 @@ void lastUseOnThread(ContextState* state) noexcept
     if (state->exclusive())
         state->exclusiveOwner.store(0, std::memory_order_release);
     lightFence(); // pairs with the heavy fence of the thread that drops the last handle
-    if (state->orphaned.load(std::memory_order_relaxed)) [[unlikely]]
+    if (state->orphaned()) [[unlikely]]
         lastUseEnded(state);
 }
 

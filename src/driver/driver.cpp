@@ -5,6 +5,7 @@
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
 #include "driver/loader.hpp"
+#include "context/fence.hpp"
 #include "cuctx/detail/thread_top.hpp"
 #include "log.hpp"
 
@@ -85,7 +86,8 @@ void refreshInlineDriver() noexcept
     const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
     const bool tracing = g_logLevel.load(std::memory_order_relaxed) == static_cast<int>(LogLevel::trace);
     g_push.store(d != nullptr && !tracing ? d->cuCtxPushCurrent : nullptr, std::memory_order_release);
-    g_pop.store(d != nullptr && !tracing ? d->cuCtxPopCurrent : nullptr, std::memory_order_release);
+    g_pop.store(d != nullptr && !tracing && leaveFenceIsCompilerOnly() ? d->cuCtxPopCurrent : nullptr,
+                std::memory_order_release);
 }
 
 const DriverApi& loadActiveApi()

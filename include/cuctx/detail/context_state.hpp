@@ -28,7 +28,12 @@ struct ContextState {
     ContextKind kind = ContextKind::created;
     CUgreenCtx green = nullptr;  // for kind == green
 
-    std::atomic<bool> orphaned{false}; // read by every guard's last use: kept off the line below
+    // What a thread's last use of the context must do beyond counting, in one byte so that a
+    // switching guard's exit reads it once: kOrphaned (no handle left: the last use may destroy it),
+    // kExclusive (a green context: the last use releases its owner). Kept off the line below.
+    static constexpr std::uint8_t kOrphaned = 1;
+    static constexpr std::uint8_t kExclusive = 2;
+    std::atomic<std::uint8_t> leaveFlags{0};
 
     // Written on every copy of a Context, by any thread: on a cache line of its own.
     alignas(64) std::atomic<long> handles{1};
@@ -46,6 +51,7 @@ struct ContextState {
     std::atomic<ModuleCacheTable*> moduleCache{nullptr};
 
     bool exclusive() const noexcept { return kind == ContextKind::green; }
+    bool orphaned() const noexcept { return (leaveFlags.load(std::memory_order_relaxed) & kOrphaned) != 0; }
 };
 
 } // namespace cuctx::detail

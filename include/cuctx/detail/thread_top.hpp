@@ -76,16 +76,15 @@ extern constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
 /// The driver's push and pop for the inline switching guard: set once the driver is loaded, and
 /// nullptr before, in a child forked after CUDA was initialised (so that guards there take the path
 /// that reports the fork) and while cuctx logs at trace level (so that the out-of-line path logs
-/// every switch, and the inline one needs no check of the level). Two plain pointers rather than
+/// every switch, and the inline one needs no check of the level). g_pop is also nullptr where a
+/// thread leaving a context needs a real fence (no asymmetric fence available, ThreadSanitizer
+/// builds): the inline exit then needs no check of the fence mode. Two plain pointers rather than
 /// one to a pair: each costs one load.
 using PushFn = CUresult(CUDAAPI*)(CUcontext);
 using PopFn = CUresult(CUDAAPI*)(CUcontext*);
 extern constinit std::atomic<PushFn> g_push;
 extern constinit std::atomic<PopFn> g_pop;
 
-/// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
-/// asymmetric fence; context/fence.hpp). When false, the out-of-line path fences for real.
-extern bool g_leaveFenceIsCompilerOnly;
 
 /// Makes `frame` (or nothing) the top.
 inline void setTop(Frame* frame) noexcept
