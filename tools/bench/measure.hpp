@@ -68,8 +68,9 @@ struct CacheCosts {
 };
 CacheCosts measureModuleCache(const Context& context, std::span<const std::byte> image, long hits, int loads);
 
-/// Creating and destroying a context, raw (cuCtxCreate + cuCtxDestroy) and through cuctx; and a
-/// warm primary-context retain+release (ns; median of `rounds`).
+/// Creating and destroying a context, raw (cuCtxCreate + cuCtxDestroy) and through cuctx (ns, median
+/// of `rounds`); and retaining and releasing a primary context that another owner keeps alive (ns,
+/// best of 5 rounds of 1000: cuctx finds it interned and makes no driver call).
 struct LifetimeCosts {
     double rawCreateDestroy = 0;
     double cuctxCreateDestroy = 0;

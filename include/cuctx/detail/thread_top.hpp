@@ -3,8 +3,8 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one and caches its context, plus the
-// context this thread switched to last, so that a guard costs, inlined into the caller, a compare
+// link to the one below; t_top names the top one and caches its context, plus the context this
+// thread switched to last, so that a guard costs, inlined into the caller, a compare
 // and an increment when its context is current, and little more than the driver's push and pop when
 // it must switch. Measured on the H200, every store the guard makes around the driver's calls costs
 // about 0.2 ns (the driver's own atomics wait for them to drain), so the switching path writes as few
@@ -64,8 +64,8 @@ struct ThreadTop {
 // constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
 // holds in every program that inlines a guard: position-independent code (a backend's own shared
 // library, a static library built with -fPIC) would otherwise reach t_top through __tls_get_addr,
-// a call per access, measured at 2-4 ns of a switching guard on the H200. cuctx's thread-locals are
-// a few dozen bytes, so programs loading it with dlopen do not run short of static TLS.
+// a call per access. cuctx's thread-locals are a few dozen bytes, so programs loading it with dlopen
+// do not run short of static TLS.
 #if defined(__GNUC__) || defined(__clang__)
 #define CUCTX_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
 #else
@@ -84,7 +84,6 @@ using PushFn = CUresult(CUDAAPI*)(CUcontext);
 using PopFn = CUresult(CUDAAPI*)(CUcontext*);
 extern constinit std::atomic<PushFn> g_push;
 extern constinit std::atomic<PopFn> g_pop;
-
 
 /// Makes `frame` (or nothing) the top.
 inline void setTop(Frame* frame) noexcept
