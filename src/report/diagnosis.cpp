@@ -5,6 +5,7 @@
 #include "cuctx/error.hpp"
 #include "cuctx/module.hpp"
 #include "driver/fork_state.hpp"
+#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 
 #include <unistd.h>
@@ -32,11 +33,6 @@ struct Findings {
     }
 };
 
-const char* env(const char* name)
-{
-    return std::getenv(name);
-}
-
 std::vector<std::string> split(std::string_view text, char separator)
 {
     std::vector<std::string> parts;
@@ -53,7 +49,7 @@ void checkDriver(Findings& f, const Driver::Status& st)
 {
     if (st.loaded) {
         f.add("driver", Severity::ok,
-              "CUDA " + detail::cudaVersionText(st.driverVersion) + " driver loaded from " +
+              "CUDA " + detail::formatCudaVersion(st.driverVersion) + " driver loaded from " +
                   (st.resolvedPath.empty() ? st.requestedPath : st.resolvedPath));
         return;
     }
@@ -70,7 +66,7 @@ void checkDriver(Findings& f, const Driver::Status& st)
     case Errc::no_device:
         // The devices check says why.
         f.add("driver", Severity::ok,
-              "CUDA " + detail::cudaVersionText(st.driverVersion) + " driver loaded from " + st.resolvedPath);
+              "CUDA " + detail::formatCudaVersion(st.driverVersion) + " driver loaded from " + st.resolvedPath);
         break;
     case Errc::driver_too_old:
         f.add("driver", Severity::error, st.message,
@@ -88,7 +84,7 @@ void checkDriver(Findings& f, const Driver::Status& st)
 // first, but whoever dlopens "libcuda.so" (or finds a stub renamed libcuda.so.1 there) gets the stub.
 void checkLoaderPath(Findings& f, const Driver::Status& st)
 {
-    const char* path = env("LD_LIBRARY_PATH");
+    const char* path = std::getenv("LD_LIBRARY_PATH");
     bool found = false;
     for (const std::string& dir : split(path != nullptr ? path : "", ':')) {
         if (dir.empty())
@@ -132,7 +128,7 @@ int physicalGpus(const std::string& listDir)
 
 void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions& options, int visible)
 {
-    const char* cvd = env("CUDA_VISIBLE_DEVICES");
+    const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
     const int physical = physicalGpus(options.gpuListDir);
     if (st.loaded) {
         f.add("devices", Severity::ok, std::to_string(visible) + (visible == 1 ? " device" : " devices") + " visible");
@@ -191,14 +187,14 @@ void checkDriverVersion(Findings& f, const Driver::Status& st)
     const int headers = Driver::headerVersion();
     if (st.driverVersion < headers)
         f.add("driver-version", Severity::warning,
-              "the driver supports CUDA " + detail::cudaVersionText(st.driverVersion) + ", older than the CUDA " +
-                  detail::cudaVersionText(headers) + " headers cuctx was built with: newer features fail with "
+              "the driver supports CUDA " + detail::formatCudaVersion(st.driverVersion) + ", older than the CUDA " +
+                  detail::formatCudaVersion(headers) + " headers cuctx was built with: newer features fail with "
                                                      "CUDA_ERROR_NOT_SUPPORTED or fall back",
-              "update the NVIDIA driver to one for CUDA " + detail::cudaVersionText(headers) + " or newer");
+              "update the NVIDIA driver to one for CUDA " + detail::formatCudaVersion(headers) + " or newer");
     else
         f.add("driver-version", Severity::ok,
-              "the driver (CUDA " + detail::cudaVersionText(st.driverVersion) + ") is as new as cuctx's headers (CUDA " +
-                  detail::cudaVersionText(headers) + ")");
+              "the driver (CUDA " + detail::formatCudaVersion(st.driverVersion) + ") is as new as cuctx's headers (CUDA " +
+                  detail::formatCudaVersion(headers) + ")");
 }
 
 void checkComputeModes(Findings& f)
@@ -225,7 +221,7 @@ void checkComputeModes(Findings& f)
 void checkModuleLoading(Findings& f)
 {
     const ModuleLoadingMode mode = Module::loadingMode();
-    const char* set = env("CUDA_MODULE_LOADING");
+    const char* set = std::getenv("CUDA_MODULE_LOADING");
     if (mode == ModuleLoadingMode::eager)
         f.add("module-loading", Severity::note,
               std::string("modules load eagerly") + (set != nullptr ? " (CUDA_MODULE_LOADING=" + std::string(set) + ")" : "") +
@@ -251,15 +247,15 @@ std::size_t folderSize(const fs::path& dir)
 
 void checkJitCache(Findings& f)
 {
-    const char* disable = env("CUDA_CACHE_DISABLE");
+    const char* disable = std::getenv("CUDA_CACHE_DISABLE");
     if (disable != nullptr && std::string_view(disable) == "1") {
         f.add("jit-cache", Severity::warning,
               "the JIT cache is disabled (CUDA_CACHE_DISABLE=1): every PTX load compiles again",
               "unset CUDA_CACHE_DISABLE, unless you are timing the JIT itself");
         return;
     }
-    const char* pathVar = env("CUDA_CACHE_PATH");
-    const char* home = env("HOME");
+    const char* pathVar = std::getenv("CUDA_CACHE_PATH");
+    const char* home = std::getenv("HOME");
     if (pathVar == nullptr && home == nullptr) {
         f.add("jit-cache", Severity::warning, "neither CUDA_CACHE_PATH nor HOME is set: the JIT cache has no folder",
               "set CUDA_CACHE_PATH to a writable folder");
@@ -268,7 +264,7 @@ void checkJitCache(Findings& f)
     const fs::path dir = pathVar != nullptr ? fs::path(pathVar) : fs::path(home) / ".nv" / "ComputeCache";
     std::size_t limit = kDefaultCacheLimit;
     bool limitSet = false;
-    if (const char* max = env("CUDA_CACHE_MAXSIZE"); max != nullptr && max[0] != '\0') {
+    if (const char* max = std::getenv("CUDA_CACHE_MAXSIZE"); max != nullptr && max[0] != '\0') {
         char* end = nullptr;
         const unsigned long long v = std::strtoull(max, &end, 10);
         if (end == nullptr || *end != '\0') {

@@ -5,6 +5,7 @@
 #include "cuctx/version.hpp"
 #include "driver/fork_state.hpp"
 #include "report/json_writer.hpp"
+#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 
@@ -81,7 +82,7 @@ std::string ProcessReport::text() const
 {
     std::string out = "cuctx " + cuctxVersion + " report, pid " + std::to_string(pid) + ", " + time + "\n";
     if (driver.loaded) {
-        out += "driver: CUDA " + detail::cudaVersionText(driver.driverVersion) + " from " + driver.resolvedPath +
+        out += "driver: CUDA " + detail::formatCudaVersion(driver.driverVersion) + " from " + driver.resolvedPath +
                ", module loading " + moduleLoading + "\n";
     } else {
         out += "driver: not loaded: " + driver.message + "\n";

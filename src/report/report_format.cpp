@@ -4,14 +4,6 @@
 
 namespace cuctx::detail {
 
-std::string cudaVersionText(int version)
-{
-    std::string text = std::to_string(version / 1000);
-    text += '.';
-    text += std::to_string((version % 1000) / 10);
-    return text;
-}
-
 std::string gibText(std::size_t bytes)
 {
     char text[32];

@@ -7,9 +7,6 @@
 
 namespace cuctx::detail {
 
-/// 13000 -> "13.0".
-std::string cudaVersionText(int version);
-
 /// Bytes in GiB with one decimal: "139.8 GiB".
 std::string gibText(std::size_t bytes);
 

@@ -3,6 +3,7 @@
 #include "cuctx/device.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/module.hpp"
+#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 
 #include <optional>
@@ -28,7 +29,7 @@ void writeDriverJson(JsonWriter& j, const Driver::Status& st)
     const bool answered = st.driverVersion != 0;
     j.key("driver").beginObject();
     j.key("version").value(answered ? std::optional<int>(st.driverVersion) : std::nullopt);
-    j.key("version_string").value(answered ? std::optional<std::string>(cudaVersionText(st.driverVersion)) : std::nullopt);
+    j.key("version_string").value(answered ? std::optional<std::string>(formatCudaVersion(st.driverVersion)) : std::nullopt);
     j.key("requested_path").value(st.requestedPath);
     j.key("resolved_path").value(st.resolvedPath.empty() ? std::nullopt : std::optional<std::string>(st.resolvedPath));
     j.key("header_version").value(Driver::headerVersion());

@@ -7,6 +7,7 @@
 
 #include "cuctx/driver.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -16,6 +17,18 @@
 #include <vector>
 
 namespace cuctx::bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// Time since `t0`, in nanoseconds or milliseconds.
+inline double nsSince(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+inline double msSince(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // Keeps the compiler from removing a loop body.
 template <typename T> void keep(T&& value)

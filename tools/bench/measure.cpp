@@ -16,13 +16,6 @@
 namespace cuctx::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double nsSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-}
-
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());

@@ -32,7 +32,6 @@ namespace {
 
 using namespace cuctx;
 using namespace cuctx::bench;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
     std::size_t megabytes = 256; // per peer copy
@@ -73,11 +72,6 @@ LOOP:
     ret;
 }
 )";
-
-double msSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 std::string text(const char* format, double v)
 {

@@ -3,6 +3,7 @@
 
 #include "command_line.hpp"
 #include "measure.hpp"
+#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 
@@ -80,7 +81,7 @@ std::string number(double v)
 void printTable(const std::vector<Row>& rows, const Settings& s, const std::string& deviceName)
 {
     std::printf("cuctx-inspect bench: %s, CUDA driver %s\n%d threads, %ld iterations (best of %d)\n",
-                deviceName.c_str(), detail::cudaVersionText(Driver::version()).c_str(), s.threads, s.iterations,
+                deviceName.c_str(), detail::formatCudaVersion(Driver::version()).c_str(), s.threads, s.iterations,
                 s.repeats);
     std::printf("speed-up: how many times faster cuctx is than the raw driver call\n\n");
     std::printf("%-35s %15s %15s %9s\n", "measurement", "raw driver", "cuctx", "speed-up");

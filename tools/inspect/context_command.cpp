@@ -1,6 +1,7 @@
 // cuctx-inspect context: make a context (or retain the primary one) on a device and show what it
 // reports and what it cost (docs/schema/inspect-context.schema.json).
 
+#include "bench_common.hpp"
 #include "command_line.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
@@ -14,7 +15,8 @@
 namespace cuctx::tools {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::msSince;
 
 struct LimitRow {
     const char* key;  // JSON
@@ -48,11 +50,6 @@ struct ContextReport {
     double destroyMs = 0;
     std::optional<std::size_t> memoryCost; // what free memory lost when it was made
 };
-
-double msSince(Clock::time_point t0)
-{
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 std::string scheduleName(unsigned flags)
 {

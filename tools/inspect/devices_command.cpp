@@ -1,6 +1,7 @@
 // cuctx-inspect devices: the driver and every device (docs/schema/inspect-devices.schema.json).
 
 #include "command_line.hpp"
+#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 
@@ -13,7 +14,7 @@
 namespace cuctx::tools {
 namespace {
 
-using detail::cudaVersionText;
+using detail::formatCudaVersion;
 using detail::gibText;
 
 std::optional<std::string> visibleDevices()
@@ -67,8 +68,8 @@ void printVerbose(const DeviceSnapshot& r)
 void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& devices, bool verbose)
 {
     std::printf("cuctx-inspect %s, CUDA driver %s (%d), CUDA headers %s\n", CUCTX_VERSION_STRING,
-                cudaVersionText(st.driverVersion).c_str(), st.driverVersion,
-                cudaVersionText(Driver::headerVersion()).c_str());
+                formatCudaVersion(st.driverVersion).c_str(), st.driverVersion,
+                formatCudaVersion(Driver::headerVersion()).c_str());
     std::printf("libcuda: %s\n", st.resolvedPath.empty() ? st.requestedPath.c_str() : st.resolvedPath.c_str());
     const std::string loading = detail::moduleLoadingName();
     std::printf("module loading: %s\n", loading == "lazy"    ? "lazy (kernels load at first use)"
