@@ -14,21 +14,6 @@ namespace cuctx {
 using detail::ContextState;
 using detail::ThreadState;
 
-namespace detail {
-
-void guardPushFailed(Frame& frame, CUresult result)
-{
-    ThreadState::endUse(*frame.uses, frame.state);
-    throwDriverError(result, "cuCtxPushCurrent", subjectOf(*frame.state), std::source_location::current());
-}
-
-void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept
-{
-    finishFailedPop(threadState(), frame, result, popped, "cuctx::ContextGuard");
-}
-
-} // namespace detail
-
 void ContextGuard::enter(const Context& context, bool verify)
 {
     // The header's inline paths did not apply: this context is not on top, nor the one this thread
@@ -41,9 +26,8 @@ void ContextGuard::enter(const Context& context, bool verify)
     ThreadState& ts = detail::threadState();
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
-    detail::ThreadTop& top = detail::t_top;
-    if (top.state == state && top.frame != nullptr) {
-        frame_.uses = top.frame->uses;
+    if (const detail::Frame* top = detail::topFrame(); top != nullptr && top->state == state) {
+        frame_.uses = top->uses;
         frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         frame_.kind = detail::FrameKind::elided;
         return;
@@ -53,21 +37,29 @@ void ContextGuard::enter(const Context& context, bool verify)
     detail::pushFrame(ts, state, frame_);
 }
 
-void ContextGuard::leave() noexcept
+void ContextGuard::pushFailed(const Context& context, CUresult result)
 {
-    detail::ThreadState& ts = detail::threadState();
-    if (detail::t_top.frame == &frame_ && detail::g_pop.load(std::memory_order_relaxed) != nullptr) {
-        CUcontext popped = nullptr;
-        const CUresult r = detail::g_activeApi.load(std::memory_order_relaxed)->cuCtxPopCurrent(&popped);
-        if (r != CUDA_SUCCESS || popped != frame_.state->handle) {
-            detail::finishFailedPop(ts, frame_, r, popped, "cuctx::ContextGuard");
-            return;
-        }
-        detail::setTop(frame_.below);
-        ThreadState::endUse(*frame_.uses, frame_.state);
+    ThreadState::endUse(*frame_.uses, frame_.state); // the inline path counted the use first
+    if (result == detail::kDiverted) {
+        enter(context, false); // the inline path may not call the driver now: the slow one knows why
         return;
     }
-    detail::popFrame(ts, frame_, "cuctx::ContextGuard"); // not on top (misuse), or a forked child
+    detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*frame_.state),
+                             std::source_location::current());
+}
+
+void ContextGuard::popFailed(CUresult result, CUcontext popped) noexcept
+{
+    if (result == detail::kDiverted) {
+        leave();
+        return;
+    }
+    detail::finishFailedPop(detail::threadState(), frame_, result, popped, "cuctx::ContextGuard");
+}
+
+void ContextGuard::leave() noexcept
+{
+    detail::popFrame(detail::threadState(), frame_, "cuctx::ContextGuard");
 }
 
 } // namespace cuctx

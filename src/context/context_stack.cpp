@@ -14,9 +14,9 @@ namespace {
 
 const Frame* bottomFrame() noexcept
 {
-    const Frame* f = detail::t_top.frame;
-    while (f != nullptr && f->below != nullptr)
-        f = f->below;
+    const Frame* f = detail::topFrame();
+    while (f != nullptr && detail::frameBelow(*f) != nullptr)
+        f = detail::frameBelow(*f);
     return f;
 }
 
@@ -44,7 +44,7 @@ void ContextStack::push(const Context& context)
 Context ContextStack::pop()
 {
     ThreadState& ts = detail::threadState();
-    Frame* top = detail::t_top.frame;
+    Frame* top = detail::topFrame();
     if (top == nullptr || top->kind != FrameKind::push)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::pop",
                            top == nullptr ? "cuctx has pushed nothing on this thread's stack"
@@ -60,7 +60,7 @@ Context ContextStack::pop()
 CUcontext ContextStack::current() noexcept
 {
     ThreadState& ts = detail::threadState();
-    if (detail::t_top.frame == nullptr && !ts.baseKnown) {
+    if (detail::topFrame() == nullptr && !ts.baseKnown) {
         try {
             detail::learnBase(ts);
         } catch (...) {
@@ -73,7 +73,7 @@ CUcontext ContextStack::current() noexcept
 std::size_t ContextStack::depth() noexcept
 {
     std::size_t depth = 0;
-    for (const Frame* f = detail::t_top.frame; f != nullptr; f = f->below)
+    for (const Frame* f = detail::topFrame(); f != nullptr; f = detail::frameBelow(*f))
         ++depth;
     return depth;
 }
@@ -97,7 +97,7 @@ void ContextStack::adopt(const Context& context)
                            "this thread has already adopted " + detail::describeContext(*bottom->state),
                            "Release it first (ContextStack::release)", detail::subjectOf(state));
     }
-    if (detail::t_top.frame != nullptr)
+    if (detail::topFrame() != nullptr)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
                            "this thread has guards or pushes on its stack; an adoption must be the bottom entry",
                            "Adopt at the start of the worker, outside any guard", detail::subjectOf(state));
@@ -111,7 +111,7 @@ void ContextStack::release()
     if (bottom == nullptr || bottom->kind != FrameKind::adopted)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release", "this thread has adopted no context",
                            "Call release() only after adopt()");
-    Frame* top = detail::t_top.frame;
+    Frame* top = detail::topFrame();
     if (top != bottom)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release",
                            "guards or pushes are still above the adopted context",
@@ -148,7 +148,7 @@ void ContextStack::verify()
 void ContextStack::resync()
 {
     ThreadState& ts = detail::threadState();
-    if (detail::t_top.frame != nullptr)
+    if (detail::topFrame() != nullptr)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::resync",
                            "cuctx has entries on this thread's stack; resync only accepts a new base below none",
                            "End the guards, pushes and adoption first");

@@ -25,7 +25,7 @@ extern FenceMode g_fenceMode;
 /// Changes the mode (and what the inline leave path of ContextGuard relies on); tests use it.
 void setFenceMode(FenceMode mode) noexcept;
 /// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
-/// asymmetric fence). Where it does not, g_pop is null (thread_top.hpp): guards leave out of line.
+/// asymmetric fence). Where it does not, g_pop diverts (thread_top.hpp): guards leave out of line.
 bool leaveFenceIsCompilerOnly() noexcept;
 extern std::atomic<unsigned> g_fenceWord;
 

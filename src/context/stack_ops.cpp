@@ -54,7 +54,7 @@ std::string describeHandle(CUcontext handle)
 std::vector<const Frame*> framesBottomUp()
 {
     std::vector<const Frame*> frames;
-    for (const Frame* f = t_top.frame; f != nullptr; f = f->below)
+    for (const Frame* f = topFrame(); f != nullptr; f = frameBelow(*f))
         frames.push_back(f);
     return {frames.rbegin(), frames.rend()};
 }
@@ -70,7 +70,8 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     }
     frame.state = state;
     frame.uses = &slot.uses;
-    frame.below = t_top.frame;
+    Frame* const below = topFrame();
+    frame.below = below != nullptr ? below : &g_bottomFrame; // what the inline exit makes the top
     if (ownsHandle(frame))
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     setTop(&frame);
@@ -103,12 +104,12 @@ Context retire(Frame& frame) noexcept
 
 Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
 {
-    Frame* top = t_top.frame;
+    Frame* top = topFrame();
     if (top != &frame && top != nullptr) [[unlikely]] {
         // Something cuctx pushed later is still above this frame: leave the driver's stack alone.
         Frame* above = top;
         while (above != nullptr && above->below != &frame)
-            above = above->below;
+            above = frameBelow(*above);
         if (above != nullptr)
             above->below = frame.below;
         recordSticky(*frame.state,
@@ -128,7 +129,6 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
         // every call here, so only cuctx's record is undone (and guards keep taking the slow path,
         // which reports the fork).
         setTop(frame.below);
-        t_top.state = nullptr;
         return retire(frame);
     }
     CUcontext popped = nullptr;
@@ -177,7 +177,7 @@ Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext pop
 
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
 {
-    if (!ts.baseKnown && t_top.frame == nullptr)
+    if (!ts.baseKnown && topFrame() == nullptr)
         learnBase(ts);
     CUcontext actual = nullptr;
     check(api().cuCtxGetCurrent(&actual), "cuCtxGetCurrent");

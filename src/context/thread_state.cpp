@@ -38,17 +38,30 @@ std::vector<ThreadState*>& registeredThreads()
     return *threads;
 }
 
+namespace {
+
+// The bottom frame's context: a placeholder no Context refers to (only its address is used).
+constinit ContextState g_placeholderContext{};
+
+} // namespace
+
+constinit Frame g_bottomFrame{&g_placeholderContext, nullptr, nullptr, FrameKind::push};
+constinit std::atomic<ContextState*> g_noRecentSlot{&g_placeholderContext};
+
 constinit thread_local ThreadState* t_threadState = nullptr;
 constinit thread_local ThreadTop t_top{};
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
-// path, which reports the fork, instead of trusting the inherited top. The frames stay linked, so
-// that scopes the parent opened can still unwind in the child.
+// path, which reports the fork, instead of trusting the inherited top. The frames move out of the
+// guards' sight but stay linked, so that scopes the parent opened can still unwind in the child.
 void clearTopInChild()
 {
     if (initialisingPid() != 0) {
-        t_top.state = nullptr;
-        t_top.recentState = nullptr;
+        ThreadTop& top = t_top;
+        top.hidden = top.frame;
+        top.frame = &g_bottomFrame;
+        top.forked = true;
+        forgetRecent();
     }
 }
 
@@ -81,8 +94,8 @@ ThreadState::~ThreadState()
     // this thread's stack by itself; cuctx drops the handles they kept, which may destroy their
     // contexts, and frees their frames.
     std::vector<Context> owners;
-    for (Frame* f = t_top.frame; f != nullptr;) {
-        Frame* below = f->below;
+    for (Frame* f = topFrame(); f != nullptr;) {
+        Frame* below = frameBelow(*f);
         if (ownsHandle(*f))
             owners.push_back(ContextAccess::adopt(f->state));
         if (f->kind != FrameKind::guard)
@@ -103,7 +116,7 @@ ThreadState::~ThreadState()
 
 CUcontext ThreadState::current() const noexcept
 {
-    const Frame* top = t_top.frame;
+    const Frame* top = topFrame();
     return top != nullptr ? top->state->handle : base;
 }
 
@@ -134,7 +147,7 @@ Slot& ThreadState::findSlot(ContextState* state)
         last->next.store(block, std::memory_order_release);
     }
     if (t_top.recentSlot == &free->state) // the slot changes hands: forget it as the recent one
-        t_top.recentState = nullptr;
+        forgetRecent();
     free->state.store(state, std::memory_order_release);
     return *(lastSlot = free);
 }

@@ -16,8 +16,17 @@
 namespace cuctx::detail {
 
 std::atomic<const DriverApi*> g_activeApi{nullptr};
-constinit std::atomic<PushFn> g_push{nullptr};
-constinit std::atomic<PopFn> g_pop{nullptr};
+
+namespace {
+
+// What the inline guard calls where it must not call the driver (thread_top.hpp).
+CUresult CUDAAPI divertedPush(CUcontext) { return kDiverted; }
+CUresult CUDAAPI divertedPop(CUcontext*) { return kDiverted; }
+
+} // namespace
+
+constinit std::atomic<PushFn> g_push{&divertedPush};
+constinit std::atomic<PopFn> g_pop{&divertedPop};
 
 namespace {
 
@@ -41,8 +50,8 @@ DriverState& state()
 void dropApiInChild()
 {
     g_activeApi.store(nullptr, std::memory_order_relaxed);
-    g_push.store(nullptr, std::memory_order_relaxed);
-    g_pop.store(nullptr, std::memory_order_relaxed);
+    g_push.store(&divertedPush, std::memory_order_relaxed);
+    g_pop.store(&divertedPop, std::memory_order_relaxed);
 }
 
 std::string requestedPath(const DriverState& s)
@@ -85,8 +94,8 @@ void refreshInlineDriver() noexcept
     std::lock_guard lock(mutex);
     const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
     const bool tracing = g_logLevel.load(std::memory_order_relaxed) == static_cast<int>(LogLevel::trace);
-    g_push.store(d != nullptr && !tracing ? d->cuCtxPushCurrent : nullptr, std::memory_order_release);
-    g_pop.store(d != nullptr && !tracing && leaveFenceIsCompilerOnly() ? d->cuCtxPopCurrent : nullptr,
+    g_push.store(d != nullptr && !tracing ? d->cuCtxPushCurrent : &divertedPush, std::memory_order_release);
+    g_pop.store(d != nullptr && !tracing && leaveFenceIsCompilerOnly() ? d->cuCtxPopCurrent : &divertedPop,
                 std::memory_order_release);
 }
 

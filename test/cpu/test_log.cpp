@@ -4,6 +4,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"
+#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/log.hpp"
 
@@ -17,6 +18,35 @@ struct Captured {
     std::mutex mutex;
     std::vector<std::pair<cuctx::LogLevel, std::string>> lines;
 };
+
+// Sends every message to a new Captured (as trace: the switches' log lines are all trace).
+std::shared_ptr<Captured> captureSwitches()
+{
+    auto captured = std::make_shared<Captured>();
+    cuctx::setLogSink([captured](cuctx::LogLevel, std::string_view message) {
+        std::lock_guard lock(captured->mutex);
+        captured->lines.emplace_back(cuctx::LogLevel::trace, std::string(message));
+    });
+    return captured;
+}
+
+struct Switches {
+    int pushes = 0;
+    int pops = 0;
+};
+
+// Stops capturing and counts the pushes and pops logged.
+Switches countSwitches(Captured& captured)
+{
+    cuctx::setLogSink({});
+    std::lock_guard lock(captured.mutex);
+    Switches n;
+    for (const auto& [level, line] : captured.lines) {
+        n.pushes += line.find(": push context") != std::string::npos ? 1 : 0;
+        n.pops += line.find(": pop context") != std::string::npos ? 1 : 0;
+    }
+    return n;
+}
 
 } // namespace
 
@@ -62,11 +92,7 @@ TEST_CASE("at trace level every switch is logged, including those the inline pat
     cuctx::Context home = cuctx::Context::create(cuctx::Device::get(0));
     cuctx::Context other = cuctx::Context::create(cuctx::Device::get(0));
     { cuctx::ContextGuard warm(other); } // the next switches to `other` qualify for the inline path
-    auto captured = std::make_shared<Captured>();
-    cuctx::setLogSink([captured](cuctx::LogLevel, std::string_view message) {
-        std::lock_guard lock(captured->mutex);
-        captured->lines.emplace_back(cuctx::LogLevel::trace, std::string(message));
-    });
+    auto captured = captureSwitches();
     const auto previous = cuctx::logLevel();
     cuctx::setLogLevel(cuctx::LogLevel::trace);
     for (int i = 0; i < 3; ++i) {
@@ -77,13 +103,37 @@ TEST_CASE("at trace level every switch is logged, including those the inline pat
     {
         cuctx::ContextGuard quiet(other); // back below trace: nothing logged
     }
-    cuctx::setLogSink({});
-    std::lock_guard lock(captured->mutex);
-    int pushes = 0, pops = 0;
-    for (const auto& [level, line] : captured->lines) {
-        pushes += line.find(": push context") != std::string::npos ? 1 : 0;
-        pops += line.find(": pop context") != std::string::npos ? 1 : 0;
+    const Switches logged = countSwitches(*captured);
+    CHECK(logged.pushes == 3);
+    CHECK(logged.pops == 3);
+}
+
+TEST_CASE("a guard whose scope spans a change of log level enters and leaves cleanly", "[log]")
+{
+    cuctx::Context home = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::Context other = cuctx::Context::create(cuctx::Device::get(0));
+    { cuctx::ContextGuard warm(other); } // `other` is now this thread's recent context
+    const CUcontext before = cuctx::ContextStack::current();
+    const std::size_t depth = cuctx::ContextStack::depth();
+    auto captured = captureSwitches();
+    const auto previous = cuctx::logLevel();
+    {
+        cuctx::ContextGuard g(other); // entered inline, unlogged
+        CHECK(g.switched());
+        CHECK(cuctx::ContextStack::current() == other.native());
+        cuctx::setLogLevel(cuctx::LogLevel::trace); // its exit now takes the logged path
     }
-    CHECK(pushes == 3);
-    CHECK(pops == 3);
+    CHECK(cuctx::ContextStack::current() == before);
+    CHECK(cuctx::ContextStack::depth() == depth);
+    {
+        cuctx::ContextGuard g(other); // entered through the logged path
+        CHECK(cuctx::ContextStack::current() == other.native());
+        cuctx::setLogLevel(previous); // its exit is inline again
+    }
+    CHECK(cuctx::ContextStack::current() == before);
+    CHECK(cuctx::ContextStack::depth() == depth);
+    CHECK_NOTHROW(cuctx::ContextStack::verify());
+    const Switches logged = countSwitches(*captured);
+    CHECK(logged.pushes == 1);
+    CHECK(logged.pops == 1);
 }

@@ -172,6 +172,14 @@ TEST_CASE("a guard on an empty handle is a clear error", "[guard]")
     Context empty;
     CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
     CHECK(ContextStack::depth() == 0);
+    // Also once this thread has a recent context, and after that context is gone: the inline paths
+    // must not take an empty handle for it.
+    Context recent = Context::create(Device::get(0));
+    { ContextGuard warm(recent); }
+    CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
+    recent.reset();
+    CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
+    CHECK(ContextStack::depth() == 0);
 }
 
 TEST_CASE("a foreign cuCtxSetCurrent inside a guard is detected, reported and repaired at exit", "[guard]")

@@ -1,13 +1,8 @@
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
-// works on it. Copies of the header's logic with parts left out run interleaved with the raw
-// cuCtxPushCurrent + cuCtxPopCurrent pair and the real guard in one process (best of 41 rounds of
-// 300,000, three passes), each printed as a ratio to the raw pair:
-//
-//   guard               cuctx::ContextGuard itself
-//   copy, cold calls    the header's switching path, its fallbacks calling cuctx's cold functions
-//   trapped             the same with every fallback a trap (what the fallbacks' presence costs)
-//   -kind               trapped, without storing the frame's kind
-//   minimal             no frame: the use count and the current context only
+// works on it. Copies of the header's logic with parts left out (listed below) run beside the raw
+// cuCtxPushCurrent + cuCtxPopCurrent pair, as does the real guard, in one process; each prints the
+// median over 301 pairs of short runs of its ratio to the raw pair, then the low address bits of what
+// the guard writes (to compare processes whose figures differ).
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -19,78 +14,71 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 using namespace cuctx;
 using Clock = std::chrono::steady_clock;
 namespace d = cuctx::detail;
 
-// V1: the header's logic, cold calls kept (misuse path trapped). V2: cold calls trapped.
-// V3: V2 without the kind store.
-// V5: minimal: save top.state in the guard, no frame link.
+// Variants, each a copy of the header's switching path with parts left out (fallbacks are traps):
+//   V1  the copy itself, nothing left out
+//   V2  without the recent-slot check
+//   V3  without the frame link (no `below`, top.frame left alone, no on-top check at exit)
+//   V4  the use count alone around the driver's calls: the floor of counting
+[[gnu::always_inline]] inline void countIn(std::atomic<std::uint32_t>* uses)
+{
+    uses->store(uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 template <int V> struct G {
     d::Frame f;
-    d::ContextState* savedState;
     [[gnu::always_inline]] explicit G(d::ContextState* state)
     {
         f.state = state;
         d::ThreadTop& top = d::t_top;
-        if (top.state == state && state != nullptr) [[unlikely]]
-            __builtin_trap();
-        const d::PushFn push = d::g_push.load(std::memory_order_relaxed);
-        if (top.recentState == state && state != nullptr && push != nullptr &&
-            top.recentSlot->load(std::memory_order_relaxed) == state) [[likely]] {
+        if constexpr (V == 4) {
             f.uses = top.recentUses;
-            f.uses->store(f.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            if (V != 3)
-                f.kind = d::FrameKind::guard;
-            if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]] {
-                if (V == 1)
-                    d::guardPushFailed(f, r);
-                else
-                    __builtin_trap();
+            countIn(f.uses);
+            if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
+                __builtin_trap();
+            return;
+        }
+        d::Frame* const below = top.frame;
+        if (below->state == state) [[unlikely]]
+            __builtin_trap();
+        if (top.recentState == state &&
+            (V == 2 || top.recentSlot->load(std::memory_order_relaxed) == state)) [[likely]] {
+            f.uses = top.recentUses;
+            countIn(f.uses);
+            f.kind = d::FrameKind::guard;
+            if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
+                __builtin_trap();
+            if (V != 3) {
+                f.below = below;
+                top.frame = &f;
             }
-            if (V == 5) {
-                savedState = top.state;
-                top.state = state;
-                return;
-            }
-            f.below = top.frame;
-            top.state = state;
-            top.frame = &f;
             return;
         }
         __builtin_trap();
     }
     [[gnu::always_inline]] ~G()
     {
-        if (V == 3 || f.kind == d::FrameKind::guard) {
-            const d::PopFn pop = d::g_pop.load(std::memory_order_relaxed);
-            if ((V != 5 && d::t_top.frame != &f) || pop == nullptr) [[unlikely]]
+        d::ThreadTop& top = d::t_top;
+        if (V != 4 && f.kind != d::FrameKind::guard) [[unlikely]]
+            __builtin_trap();
+        if (V != 3 && V != 4 && top.frame != &f) [[unlikely]]
+            __builtin_trap();
+        CUcontext popped = nullptr;
+        if (d::g_pop.load(std::memory_order_relaxed)(&popped) != CUDA_SUCCESS || popped != f.state->handle)
+            [[unlikely]] __builtin_trap();
+        if (V != 3 && V != 4)
+            top.frame = f.below;
+        const std::uint32_t after = f.uses->load(std::memory_order_relaxed) - 1;
+        f.uses->store(after, std::memory_order_release);
+        if (after == 0) {
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            if (f.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                 __builtin_trap();
-            CUcontext popped = nullptr;
-            const CUresult r = pop(&popped);
-            if (r != CUDA_SUCCESS || popped != f.state->handle) [[unlikely]] {
-                if (V == 1) {
-                    d::guardPopFailed(f, r, popped);
-                    return;
-                }
-                __builtin_trap();
-            }
-            if (V == 5)
-                d::t_top.state = savedState;
-            else
-                d::setTop(f.below);
-            const std::uint32_t after = f.uses->load(std::memory_order_relaxed) - 1;
-            f.uses->store(after, std::memory_order_release);
-            if (after == 0) {
-                std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (f.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]] {
-                    if (V == 1)
-                        d::lastUseOnThread(f.state);
-                    else
-                        __builtin_trap();
-                }
-            }
         }
     }
 };
@@ -105,11 +93,17 @@ template <int V> [[gnu::noinline]] double run(const Holder& h, long n)
     }
     return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
 }
+// Where the real guard's object lies, for comparing the low address bits of what it writes (stores
+// and later loads 4 KiB apart look dependent to the CPU) between processes.
+const void* g_guardAddress = nullptr;
+
 [[gnu::noinline]] double runGuard(const Context& c, long n)
 {
     auto t0 = Clock::now();
     for (long i = 0; i < n; ++i) {
         ContextGuard g(c);
+        if (i == 0)
+            g_guardAddress = &g;
     }
     return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
 }
@@ -124,6 +118,7 @@ template <int V> [[gnu::noinline]] double run(const Holder& h, long n)
     }
     return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
 }
+
 int main()
 {
     if (!bench::driverReady("cuctx-bench-guard-anatomy"))
@@ -136,22 +131,47 @@ int main()
         ContextGuard warm(other);
     }
     const Holder s{detail::ContextAccess::state(other)};
-    const long n = 300000;
-    for (int pass = 0; pass < 3; ++pass) {
-        double best[7];
-        for (double& x : best)
-            x = 1e9;
-        for (int r = 0; r < 41; ++r) {
-            best[0] = std::min(best[0], runRaw(other.native(), n));
-            best[6] = std::min(best[6], runGuard(other, n));
-            best[1] = std::min(best[1], run<1>(s, n));
-            best[2] = std::min(best[2], run<2>(s, n));
-            best[3] = std::min(best[3], run<3>(s, n));
-            best[5] = std::min(best[5], run<5>(s, n));
+    // Each variant is timed beside a run of the raw pair (which goes first alternates), each run
+    // short enough that the machine rarely changes within a pair; a variant's figure is the median
+    // of its pairs' ratios. The order of the variants turns each round.
+    constexpr int kVariants = 5;
+    const char* names[kVariants] = {"guard", "copy", "-slot check", "-frame link", "count only"};
+    auto runVariant = [&](int v, long n) {
+        switch (v) {
+        case 0: return runGuard(other, n);
+        case 1: return run<1>(s, n);
+        case 2: return run<2>(s, n);
+        case 3: return run<3>(s, n);
+        default: return run<4>(s, n);
         }
-        std::printf("raw %.2f ns | guard %.3fx | copy, cold calls %.3fx | trapped %.3fx | -kind %.3fx | "
-                    "minimal %.3fx\n",
-                    best[0], best[6] / best[0], best[1] / best[0], best[2] / best[0], best[3] / best[0],
-                    best[5] / best[0]);
+    };
+    const long n = 50000;
+    const int rounds = 301;
+    std::vector<double> ratios[kVariants];
+    double bestRaw = 1e9;
+    for (int r = 0; r < rounds; ++r) {
+        for (int k = 0; k < kVariants; ++k) {
+            const int v = (k + r) % kVariants;
+            double raw = 0;
+            double variant = 0;
+            if (r % 2 == 0) {
+                raw = runRaw(other.native(), n);
+                variant = runVariant(v, n);
+            } else {
+                variant = runVariant(v, n);
+                raw = runRaw(other.native(), n);
+            }
+            bestRaw = std::min(bestRaw, raw);
+            ratios[v].push_back(variant / raw);
+        }
     }
+    std::printf("raw %.2f ns (best)", bestRaw);
+    for (int v = 0; v < kVariants; ++v) {
+        std::sort(ratios[v].begin(), ratios[v].end());
+        std::printf(" | %s %.3fx", names[v], ratios[v][ratios[v].size() / 2]);
+    }
+    std::printf("\n");
+    auto low = [](const void* p) { return static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(p) & 0xfff); };
+    std::printf("address bits 0-11: guard 0x%03x, thread top 0x%03x, use count 0x%03x, context state 0x%03x\n",
+                low(g_guardAddress), low(&d::t_top), low(d::t_top.recentUses), low(s.state));
 }

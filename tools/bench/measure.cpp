@@ -30,18 +30,32 @@ void checked(CUresult r, const char* call)
 
 } // namespace
 
-std::pair<double, double> bestOfBoth(long iterations, int repeats, const std::function<void(long)>& first,
-                                     const std::function<void(long)>& second)
+Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
+                        const std::function<void(long)>& second)
 {
-    double best[2] = {1e300, 1e300};
-    for (int r = 0; r < repeats; ++r) {
-        for (int which = 0; which < 2; ++which) {
-            const auto t0 = Clock::now();
-            (which == 0 ? first : second)(iterations);
-            best[which] = std::min(best[which], nsSince(t0) / static_cast<double>(iterations));
+    Comparison c{1e300, 1e300, 0};
+    std::vector<double> ratios;
+    auto time = [iterations](const std::function<void(long)>& loop) {
+        const auto t0 = Clock::now();
+        loop(iterations);
+        return nsSince(t0) / static_cast<double>(iterations);
+    };
+    for (int r = 0; r < rounds; ++r) {
+        double a = 0;
+        double b = 0;
+        if (r % 2 == 0) {
+            a = time(first);
+            b = time(second);
+        } else {
+            b = time(second);
+            a = time(first);
         }
+        c.first = std::min(c.first, a);
+        c.second = std::min(c.second, b);
+        ratios.push_back(b / a);
     }
-    return {best[0], best[1]};
+    c.ratio = median(std::move(ratios));
+    return c;
 }
 
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
@@ -68,7 +82,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     return static_cast<double>(tasks) * threads / seconds;
 }
 
-GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int repeats)
+GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int rounds)
 {
     const auto& d = detail::api();
     GuardCosts c;
@@ -84,21 +98,27 @@ GuardCosts measureGuards(const Context& home, const Context& other, long iterati
         }
         keep(popped);
     };
-    std::tie(c.rawPair, c.switching) = bestOfBoth(iterations, repeats, rawPairLoop, [&](long n) {
+    const Comparison switching = compareLoops(iterations, rounds, rawPairLoop, [&](long n) {
         // No keep(g) here: the driver calls cannot be optimised away, and the raw loop has no
         // compiler barrier per iteration either.
         for (long i = 0; i < n; ++i)
             ContextGuard g(other);
     });
+    c.rawPair = switching.first;
+    c.switching = switching.second;
+    c.switchingRatio = switching.ratio;
     auto elidedLoop = [&](long n) {
         for (long i = 0; i < n; ++i) {
             ContextGuard g(home);
             keep(g);
         }
     };
-    std::tie(c.rawPairAgain, c.elided) = bestOfBoth(iterations, repeats, rawPairLoop, elidedLoop);
-    std::tie(c.getCurrent, c.elidedAgain) = bestOfBoth(
-        iterations, repeats,
+    const Comparison elided = compareLoops(iterations, rounds, rawPairLoop, elidedLoop);
+    c.rawPairAgain = elided.first;
+    c.elided = elided.second;
+    c.elidedSpeedup = 1.0 / elided.ratio;
+    const Comparison getCurrent = compareLoops(
+        iterations, rounds,
         [&](long n) {
             CUcontext current = nullptr;
             for (long i = 0; i < n; ++i)
@@ -106,6 +126,8 @@ GuardCosts measureGuards(const Context& home, const Context& other, long iterati
             keep(current);
         },
         elidedLoop);
+    c.getCurrent = getCurrent.first;
+    c.elidedAgain = getCurrent.second;
     return c;
 }
 
@@ -228,7 +250,7 @@ LifetimeCosts measureLifetimes(const Device& device, int rounds)
     // A warm primary context (someone holds it): what a library pays that retains it per call.
     constexpr int kRetains = 1000;
     const Context keepPrimaryWarm = Context::primary(device);
-    std::tie(c.rawPrimaryRetainRelease, c.cuctxPrimaryRetainRelease) = bestOfBoth(
+    const Comparison primary = compareLoops(
         kRetains, 5,
         [&](long n) {
             CUcontext primary = nullptr;
@@ -241,6 +263,8 @@ LifetimeCosts measureLifetimes(const Device& device, int rounds)
             for (long i = 0; i < n; ++i)
                 Context::primary(device).reset();
         });
+    c.rawPrimaryRetainRelease = primary.first;
+    c.cuctxPrimaryRetainRelease = primary.second;
     return c;
 }
 

@@ -19,10 +19,16 @@ namespace cuctx::bench {
 inline constexpr const char* kEmptyKernelPtx =
     ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n    ret;\n}\n";
 
-/// Best time per iteration (ns) of each of two loops over `repeats` rounds that run them in turn,
-/// so that both see the same machine (clock, neighbours) as far as possible.
-std::pair<double, double> bestOfBoth(long iterations, int repeats, const std::function<void(long)>& first,
-                                     const std::function<void(long)>& second);
+/// Two loops timed in `rounds` pairs of runs of `iterations` (which goes first alternates): each
+/// one's best time per iteration (ns), and the median over the pairs of second / first. The runs
+/// of a pair are adjacent, so the median holds while the machine's speed drifts between pairs.
+struct Comparison {
+    double first = 0;
+    double second = 0;
+    double ratio = 0; ///< second / first, the median of the pairs'
+};
+Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
+                        const std::function<void(long)>& second);
 
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
@@ -30,17 +36,20 @@ std::pair<double, double> bestOfBoth(long iterations, int repeats, const std::fu
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
-/// One thread (pinned to its CPU where allowed), `home` bound underneath as in a real program.
+/// One thread (pinned to its CPU where allowed), `home` bound underneath as in a real program; each
+/// guard timed beside its reference in `rounds` pairs of runs of `iterations` (compareLoops).
 struct GuardCosts {
-    double rawPair = 0;      ///< ns, cuCtxPushCurrent(other) + cuCtxPopCurrent
-    double switching = 0;    ///< ns, a ContextGuard on `other`
-    double rawPairAgain = 0; ///< ns, the raw pair again, beside the elided guard
-    double elided = 0;       ///< ns, a ContextGuard on `home`, already current
-    double getCurrent = 0;   ///< ns, cuCtxGetCurrent
-    double elidedAgain = 0;  ///< ns, the elided guard again, beside cuCtxGetCurrent
+    double rawPair = 0;        ///< ns, cuCtxPushCurrent(other) + cuCtxPopCurrent
+    double switching = 0;      ///< ns, a ContextGuard on `other`
+    double switchingRatio = 0; ///< switching guard / raw pair, median of the pairs'
+    double rawPairAgain = 0;   ///< ns, the raw pair again, beside the elided guard
+    double elided = 0;         ///< ns, a ContextGuard on `home`, already current
+    double elidedSpeedup = 0;  ///< raw pair / elided guard, median of the pairs'
+    double getCurrent = 0;     ///< ns, cuCtxGetCurrent
+    double elidedAgain = 0;    ///< ns, the elided guard again, beside cuCtxGetCurrent
     bool pinned = false;
 };
-GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int repeats);
+GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int rounds);
 
 /// `threads` threads, one shared context, a task per iteration: a raw push+pop around each, and a
 /// ContextGuard around each on threads that adopted the context (ops/s, aggregate).

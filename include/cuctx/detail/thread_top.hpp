@@ -3,12 +3,13 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one and caches its context, plus the context this
-// thread switched to last, so that a guard costs, inlined into the caller, a compare
-// and an increment when its context is current, and little more than the driver's push and pop when
-// it must switch. Measured on the H200, every store the guard makes around the driver's calls costs
-// about 0.2 ns (the driver's own atomics wait for them to drain), so the switching path writes as few
-// as it can: what a frame can read from its context's state, it does not copy.
+// link to the one below; t_top names the top one, plus the context this thread switched to last, so
+// that a guard costs, inlined into the caller, a compare and an increment when its context is
+// current, and little more than the driver's push and pop when it must switch. The switching path
+// is measured part by part (cuctx-bench-guard-anatomy): on the H200 every store and test it makes
+// around the driver's calls shows (the driver's own atomics wait for them), so it writes and tests
+// as little as it can: what a frame can read from its context's state, it does not copy; the top is
+// one pointer; the driver's entry points are never null.
 
 #include <cuda.h>
 
@@ -45,20 +46,31 @@ inline bool ownsHandle(const Frame& frame) noexcept
     return frame.kind == FrameKind::push || frame.kind == FrameKind::adopted;
 }
 
+/// Where a thread's frames end: the top names it when cuctx has no entry on the thread, so that the
+/// top is never null and an elided guard's check needs no test for it. Its context is a placeholder
+/// that matches no Context (an empty one included).
+extern Frame g_bottomFrame;
+/// The recent slot while there is no recent context: it names the placeholder, so that no guard (an
+/// empty Context's included) takes the recent path.
+extern std::atomic<ContextState*> g_noRecentSlot;
+
 struct ThreadTop {
-    // The top frame's context (copied out of it so that an elided guard's check is one load), and
-    // the frame. A forked child clears `state` alone, which sends every guard out of line. The top
-    // frame's use counter is not copied: an elided guard reads it from the frame, which costs it a
-    // dependent load and saves a switching guard two stores.
-    ContextState* state = nullptr;
-    Frame* frame = nullptr;
+    // The top frame; the elided guard's check reads its context through it (a dependent load, which
+    // saves the switching guard a store on entry and one on exit). A child forked after CUDA was
+    // initialised moves its frames to `hidden` and points this at the bottom, which sends every
+    // guard there out of line; the frames stay linked so that scopes the parent opened can unwind.
+    Frame* frame = &g_bottomFrame;
     // The context this thread last pushed, when it is a plain one (not green): a guard switching to
     // it again needs nothing from cuctx's tables. Valid while its slot still names it: a destroyed
     // context's slot is cleared before its state is freed, so an address reused by a later context
-    // never matches a stale entry.
+    // never matches a stale entry. Without a recent context, recentState is null and recentSlot
+    // &g_noRecentSlot (forgetRecent).
     ContextState* recentState = nullptr;
-    std::atomic<ContextState*>* recentSlot = nullptr;
+    std::atomic<ContextState*>* recentSlot = &g_noRecentSlot;
     std::atomic<std::uint32_t>* recentUses = nullptr;
+    // In a forked child: the real top, and that the frames live there.
+    Frame* hidden = &g_bottomFrame;
+    bool forked = false;
 };
 
 // constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
@@ -73,33 +85,58 @@ struct ThreadTop {
 #endif
 extern constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
 
-/// The driver's push and pop for the inline switching guard: set once the driver is loaded, and
-/// nullptr before, in a child forked after CUDA was initialised (so that guards there take the path
-/// that reports the fork) and while cuctx logs at trace level (so that the out-of-line path logs
-/// every switch, and the inline one needs no check of the level). g_pop is also nullptr where a
-/// thread leaving a context needs a real fence (no asymmetric fence available, ThreadSanitizer
-/// builds): the inline exit then needs no check of the fence mode. Two plain pointers rather than
-/// one to a pair: each costs one load.
+/// The driver's push and pop for the inline switching guard, set once the driver is loaded. Where
+/// that guard must not call the driver itself, they are cuctx's diversions, which return kDiverted
+/// and send the guard out of line: before the driver is loaded, in a child forked after CUDA was
+/// initialised (the slow path reports the fork), while cuctx logs at trace level (the slow path logs
+/// every switch) and, for the pop, where a thread leaving a context needs a real fence (no
+/// asymmetric fence available, ThreadSanitizer builds). Never null: the inline guard tests nothing
+/// before calling. Two plain pointers rather than one to a pair: each costs one load.
 using PushFn = CUresult(CUDAAPI*)(CUcontext);
 using PopFn = CUresult(CUDAAPI*)(CUcontext*);
 extern constinit std::atomic<PushFn> g_push;
 extern constinit std::atomic<PopFn> g_pop;
+/// Returned by the diversions; within CUresult's range, and no driver result.
+inline constexpr CUresult kDiverted = static_cast<CUresult>(1000);
 
-/// Makes `frame` (or nothing) the top.
+/// cuctx's top frame on this thread, nullptr if none (in a forked child, the hidden one).
+inline Frame* topFrame() noexcept
+{
+    const ThreadTop& top = t_top;
+    Frame* frame = top.forked ? top.hidden : top.frame;
+    return frame != &g_bottomFrame ? frame : nullptr;
+}
+
+/// The frame below `frame`, nullptr at the bottom.
+inline Frame* frameBelow(const Frame& frame) noexcept
+{
+    return frame.below != &g_bottomFrame ? frame.below : nullptr;
+}
+
+/// Makes `frame` the top; nullptr or &g_bottomFrame for none.
 inline void setTop(Frame* frame) noexcept
 {
     ThreadTop& top = t_top;
-    top.state = frame != nullptr ? frame->state : nullptr;
-    top.frame = frame;
+    Frame* const f = frame != nullptr ? frame : &g_bottomFrame;
+    if (top.forked) [[unlikely]]
+        top.hidden = f;
+    else
+        top.frame = f;
 }
 
-/// Out of line, rare: the last use of a context on this thread ended; a guard's push failed
-/// (throws); a guard's pop found another context or failed.
+/// Forgets the context this thread switched to last.
+inline void forgetRecent() noexcept
+{
+    ThreadTop& top = t_top;
+    top.recentState = nullptr;
+    top.recentSlot = &g_noRecentSlot;
+    top.recentUses = nullptr;
+}
+
+/// Out of line, rare: the last use of a context on this thread ended.
 // Marked cold so that their call sites, inlined into every guard, cost the hot path nothing (no
 // registers kept for them, no code in the way): measured, 0.5-1 ns of a switching guard.
 [[gnu::cold]] void lastUseOnThread(ContextState* state) noexcept;
 [[gnu::cold]] void lastUseEnded(ContextState* state) noexcept;
-[[gnu::cold, noreturn]] void guardPushFailed(Frame& frame, CUresult result);
-[[gnu::cold]] void guardPopFailed(Frame& frame, CUresult result, CUcontext popped) noexcept;
 
 } // namespace cuctx::detail
