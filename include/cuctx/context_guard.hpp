@@ -35,9 +35,9 @@ public:
             frame_.kind = detail::FrameKind::elided;
             return;
         }
-        // The context this thread switched to last (an empty Context never matches: without a recent
-        // context the slot names the placeholder): push it, with cuctx's record kept inline.
-        if (top.recentState == state && top.recentSlot->load(std::memory_order_relaxed) == state) [[likely]] {
+        // The context this thread switched to last (never an empty Context's: without one, it is the
+        // placeholder): push it, with cuctx's record kept inline.
+        if (top.recentState.load(std::memory_order_relaxed) == state) [[likely]] {
             frame_.uses = top.recentUses;
             frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             frame_.kind = detail::FrameKind::guard;

@@ -99,10 +99,16 @@ void tryDestroy(ContextState* state) noexcept
             return;
         }
         state->destroyed = true;
+        // Forget it everywhere, so that the address may be reused: the slots that counted its uses,
+        // and the threads' recent contexts (on which a guard's inline path relies).
         forEachSlotLocked([&](ThreadState&, Slot& slot) {
-            ContextState* expected = state; // forget it, so that the address may be reused
+            ContextState* expected = state;
             slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
         });
+        for (ThreadState* ts : registeredThreads()) {
+            ContextState* expected = state;
+            ts->top->recentState.compare_exchange_strong(expected, &g_placeholderContext, std::memory_order_relaxed);
+        }
         forgetPrimaryLocked(state);
         auto& states = liveStatesLocked();
         states.erase(std::remove(states.begin(), states.end(), state), states.end());

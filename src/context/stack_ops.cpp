@@ -77,9 +77,8 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     setTop(&frame);
     if (!state->exclusive()) { // green contexts always take the slow path, which checks their owner
         ThreadTop& top = t_top;
-        top.recentState = state;
-        top.recentSlot = &slot.state;
         top.recentUses = &slot.uses;
+        top.recentState.store(state, std::memory_order_relaxed);
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),

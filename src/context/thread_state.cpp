@@ -38,15 +38,8 @@ std::vector<ThreadState*>& registeredThreads()
     return *threads;
 }
 
-namespace {
-
-// The bottom frame's context: a placeholder no Context refers to (only its address is used).
 constinit ContextState g_placeholderContext{};
-
-} // namespace
-
 constinit Frame g_bottomFrame{&g_placeholderContext, nullptr, nullptr, FrameKind::push};
-constinit std::atomic<ContextState*> g_noRecentSlot{&g_placeholderContext};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
 constinit thread_local ThreadTop t_top{};
@@ -77,7 +70,8 @@ ThreadState& makeThreadState()
 }
 
 ThreadState::ThreadState()
-    : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1)
+    : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1),
+      top(&t_top)
 {
     std::lock_guard lock(registryMutex());
     registeredThreads().push_back(this);
@@ -103,7 +97,11 @@ ThreadState::~ThreadState()
         f = below;
     }
     t_threadState = nullptr;
-    t_top = ThreadTop{};
+    ThreadTop& top = t_top; // no longer registered: no other thread touches it now
+    top.frame = &g_bottomFrame;
+    top.hidden = &g_bottomFrame;
+    top.forked = false;
+    forgetRecent();
     if (!owners.empty())
         logDebug("thread {} exits with {} context(s) still adopted or pushed; releasing them", tid, owners.size());
     owners.clear();
@@ -146,7 +144,7 @@ Slot& ThreadState::findSlot(ContextState* state)
         free = &block->slots[0];
         last->next.store(block, std::memory_order_release);
     }
-    if (t_top.recentSlot == &free->state) // the slot changes hands: forget it as the recent one
+    if (t_top.recentUses == &free->uses) // the slot changes hands: forget it as the recent one
         forgetRecent();
     free->state.store(state, std::memory_order_release);
     return *(lastSlot = free);

@@ -74,6 +74,7 @@ struct ThreadState {
 
     long tid;                        // gettid()
     std::uint64_t number;            // a process-unique thread number (green-context ownership)
+    ThreadTop* top;                  // this thread's t_top: a thread destroying a context resets its recent one
     CUcontext base = nullptr;        // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
     SlotBlock firstBlock;

@@ -3,6 +3,7 @@
 
 #include "driver_helpers.hpp"
 
+#include "context/context_access.hpp"
 #include "context/fence.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -510,18 +512,66 @@ TEST_CASE("switching again to the last context takes the inline path, which stil
 TEST_CASE("a new context at a destroyed one's address is never mistaken for it", "[guard][registry]")
 {
     cuctx::test::drainRawStack();
+    const std::vector<long> self{static_cast<long>(gettid())};
     for (int i = 0; i < 20; ++i) {
         Context c = Context::create(Device::get(0));
         {
             ContextGuard g(c);
             CHECK(rawCurrent() == c.native());
+            CHECK(c.threadsUsing() == self);
         }
         {
             ContextGuard again(c); // the inline switching path
             CHECK(rawCurrent() == c.native());
+            CHECK(c.threadsUsing() == self); // counted on c's own slot, not a dead context's
         }
     } // each c is destroyed here; the next may reuse its state's address
     CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("a context destroyed on one thread leaves no stale fast path on another that used it",
+          "[guard][registry]")
+{
+    // The worker switches to a context (its recent one), the main thread destroys it and makes new
+    // ones, likely at the same address; the worker's next guards must count their use on the new
+    // context, where a destroyer looks.
+    std::optional<Context> current;
+    Event ready[20], done[20];
+    std::vector<std::vector<long>> seen(20);
+    int staleEntries = 0;
+    long workerTid = 0;
+    std::thread worker([&] {
+        cuctx::test::drainRawStack();
+        workerTid = static_cast<long>(gettid());
+        const cuctx::detail::ContextState* previous = nullptr;
+        for (int i = 0; i < 20; ++i) {
+            ready[i].wait();
+            // The destroyer reset this thread's recent context (the allocator may or may not have
+            // given the new context the old address: this checks the reset itself).
+            if (previous != nullptr && cuctx::detail::t_top.recentState.load() == previous)
+                ++staleEntries;
+            previous = cuctx::detail::ContextAccess::state(*current);
+            {
+                ContextGuard g(*current);
+                ContextGuard nested(*current); // elided
+            }
+            {
+                ContextGuard again(*current); // the inline switching path
+                seen[static_cast<std::size_t>(i)] = current->threadsUsing();
+            }
+            done[i].set();
+        }
+    });
+    for (int i = 0; i < 20; ++i) {
+        current.emplace(Context::create(Device::get(0))); // the previous one is destroyed here
+        ready[i].set();
+        done[i].wait();
+    }
+    worker.join();
+    current.reset();
+    CHECK(staleEntries == 0);
+    for (const auto& threads : seen)
+        CHECK(threads == std::vector<long>{workerTid});
 }
 
 TEST_CASE("the registry sees a thread's use through every kind of guard entry", "[registry]")

@@ -1,8 +1,9 @@
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
 // works on it. Copies of the header's logic with parts left out (listed below) run beside the raw
 // cuCtxPushCurrent + cuCtxPopCurrent pair, as does the real guard, in one process; each prints the
-// median over 301 pairs of short runs of its ratio to the raw pair, then the low address bits of what
-// the guard writes (to compare processes whose figures differ).
+// median over 301 pairs of short runs of its ratio to the raw pair, each pair at another stack
+// placement (bench::stackPlacement), then the low address bits of what the guard writes. `--sweep`
+// times the real guard at every 16-byte placement of its stack over 4 KiB instead.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -10,10 +11,14 @@
 #include "context/context_access.hpp"
 #include "cuctx/cuctx.hpp"
 #include "driver/driver_state.hpp"
+#include "measure.hpp"
+
+#include <alloca.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 using namespace cuctx;
@@ -22,7 +27,6 @@ namespace d = cuctx::detail;
 
 // Variants, each a copy of the header's switching path with parts left out (fallbacks are traps):
 //   V1  the copy itself, nothing left out
-//   V2  without the recent-slot check
 //   V3  without the frame link (no `below`, top.frame left alone, no on-top check at exit)
 //   V4  the use count alone around the driver's calls: the floor of counting
 [[gnu::always_inline]] inline void countIn(std::atomic<std::uint32_t>* uses)
@@ -46,8 +50,7 @@ template <int V> struct G {
         d::Frame* const below = top.frame;
         if (below->state == state) [[unlikely]]
             __builtin_trap();
-        if (top.recentState == state &&
-            (V == 2 || top.recentSlot->load(std::memory_order_relaxed) == state)) [[likely]] {
+        if (top.recentState.load(std::memory_order_relaxed) == state) [[likely]] {
             f.uses = top.recentUses;
             countIn(f.uses);
             f.kind = d::FrameKind::guard;
@@ -119,7 +122,35 @@ const void* g_guardAddress = nullptr;
     return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
 }
 
-int main()
+// f() with the stack `pad` bytes lower: what it runs lies elsewhere (see bench::stackPlacement).
+template <class F> [[gnu::noinline]] double lowered(std::size_t pad, const F& f)
+{
+    auto* room = static_cast<volatile char*>(alloca(pad + 1));
+    room[0] = 0;
+    const double t = f();
+    room[pad] = 0;
+    return t;
+}
+
+// --sweep: the real guard at every 16-byte step of a 4 KiB range of stack addresses, each beside the
+// raw pair (median of 11 pairs): whether the guard's cost depends on where its object lies.
+void sweep(const Context& other)
+{
+    const long n = 20000;
+    std::printf("guard address bits 0-11, ratio to the raw pair\n");
+    for (std::size_t pad = 0; pad < 4096; pad += 16) {
+        std::vector<double> ratios;
+        for (int r = 0; r < 11; ++r) {
+            const double raw = runRaw(other.native(), n);
+            ratios.push_back(lowered(pad, [&] { return runGuard(other, n); }) / raw);
+        }
+        std::sort(ratios.begin(), ratios.end());
+        std::printf("0x%03x %.3f\n", static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(g_guardAddress) & 0xfff),
+                    ratios[ratios.size() / 2]);
+    }
+}
+
+int main(int argc, char** argv)
 {
     if (!bench::driverReady("cuctx-bench-guard-anatomy"))
         return 77;
@@ -130,18 +161,21 @@ int main()
     {
         ContextGuard warm(other);
     }
+    if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
+        sweep(other);
+        return 0;
+    }
     const Holder s{detail::ContextAccess::state(other)};
     // Each variant is timed beside a run of the raw pair (which goes first alternates), each run
     // short enough that the machine rarely changes within a pair; a variant's figure is the median
     // of its pairs' ratios. The order of the variants turns each round.
-    constexpr int kVariants = 5;
-    const char* names[kVariants] = {"guard", "copy", "-slot check", "-frame link", "count only"};
+    constexpr int kVariants = 4;
+    const char* names[kVariants] = {"guard", "copy", "-frame link", "count only"};
     auto runVariant = [&](int v, long n) {
         switch (v) {
         case 0: return runGuard(other, n);
         case 1: return run<1>(s, n);
-        case 2: return run<2>(s, n);
-        case 3: return run<3>(s, n);
+        case 2: return run<3>(s, n);
         default: return run<4>(s, n);
         }
     };
@@ -154,12 +188,15 @@ int main()
             const int v = (k + r) % kVariants;
             double raw = 0;
             double variant = 0;
+            const std::size_t pad = bench::stackPlacement(r * kVariants + k);
+            auto timeRaw = [&] { return runRaw(other.native(), n); };
+            auto timeVariant = [&] { return runVariant(v, n); };
             if (r % 2 == 0) {
-                raw = runRaw(other.native(), n);
-                variant = runVariant(v, n);
+                raw = lowered(pad, timeRaw);
+                variant = lowered(pad, timeVariant);
             } else {
-                variant = runVariant(v, n);
-                raw = runRaw(other.native(), n);
+                variant = lowered(pad, timeVariant);
+                raw = lowered(pad, timeRaw);
             }
             bestRaw = std::min(bestRaw, raw);
             ratios[v].push_back(variant / raw);

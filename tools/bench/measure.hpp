@@ -21,12 +21,17 @@ inline constexpr const char* kEmptyKernelPtx =
 
 /// Two loops timed in `rounds` pairs of runs of `iterations` (which goes first alternates): each
 /// one's best time per iteration (ns), and the median over the pairs of second / first. The runs
-/// of a pair are adjacent, so the median holds while the machine's speed drifts between pairs.
+/// of a pair are adjacent, so the median holds while the machine's speed drifts between pairs; each
+/// pair runs with the stack at another placement (stackPlacement), so it holds whatever placement
+/// the process got, too.
 struct Comparison {
     double first = 0;
     double second = 0;
     double ratio = 0; ///< second / first, the median of the pairs'
 };
+/// How far below its usual place (bytes) round `round` runs a loop's stack: 16-byte steps over 4 KiB.
+std::size_t stackPlacement(int round);
+
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
                         const std::function<void(long)>& second);
 

@@ -46,13 +46,13 @@ inline bool ownsHandle(const Frame& frame) noexcept
     return frame.kind == FrameKind::push || frame.kind == FrameKind::adopted;
 }
 
+/// A placeholder context no Context refers to (only its address is used): the bottom frame's, and
+/// the recent context of a thread that has none, so that neither ever matches a guard's context (an
+/// empty Context's included) and the inline checks need no test for null.
+extern ContextState g_placeholderContext;
 /// Where a thread's frames end: the top names it when cuctx has no entry on the thread, so that the
-/// top is never null and an elided guard's check needs no test for it. Its context is a placeholder
-/// that matches no Context (an empty one included).
+/// top is never null. Its context is the placeholder.
 extern Frame g_bottomFrame;
-/// The recent slot while there is no recent context: it names the placeholder, so that no guard (an
-/// empty Context's included) takes the recent path.
-extern std::atomic<ContextState*> g_noRecentSlot;
 
 struct ThreadTop {
     // The top frame; the elided guard's check reads its context through it (a dependent load, which
@@ -60,13 +60,12 @@ struct ThreadTop {
     // initialised moves its frames to `hidden` and points this at the bottom, which sends every
     // guard there out of line; the frames stay linked so that scopes the parent opened can unwind.
     Frame* frame = &g_bottomFrame;
-    // The context this thread last pushed, when it is a plain one (not green): a guard switching to
-    // it again needs nothing from cuctx's tables. Valid while its slot still names it: a destroyed
-    // context's slot is cleared before its state is freed, so an address reused by a later context
-    // never matches a stale entry. Without a recent context, recentState is null and recentSlot
-    // &g_noRecentSlot (forgetRecent).
-    ContextState* recentState = nullptr;
-    std::atomic<ContextState*>* recentSlot = &g_noRecentSlot;
+    // The context this thread last pushed, when it is a plain one (not green), and this thread's use
+    // counter of it: a guard switching to it again needs nothing from cuctx's tables. Only this
+    // thread sets it; a thread that destroys the context resets it to the placeholder (hence the
+    // atomic) before the context's state is freed, so an address reused by a later context never
+    // matches a stale entry.
+    std::atomic<ContextState*> recentState{&g_placeholderContext};
     std::atomic<std::uint32_t>* recentUses = nullptr;
     // In a forked child: the real top, and that the frames live there.
     Frame* hidden = &g_bottomFrame;
@@ -128,8 +127,7 @@ inline void setTop(Frame* frame) noexcept
 inline void forgetRecent() noexcept
 {
     ThreadTop& top = t_top;
-    top.recentState = nullptr;
-    top.recentSlot = &g_noRecentSlot;
+    top.recentState.store(&g_placeholderContext, std::memory_order_relaxed);
     top.recentUses = nullptr;
 }
 
