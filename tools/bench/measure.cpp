@@ -30,13 +30,9 @@ void checked(CUresult r, const char* call)
         throw std::runtime_error(std::string(call) + " failed with " + std::string(resultName(r)));
 }
 
-} // namespace
-
-namespace {
-
-// Times `loop` with the stack `pad` bytes lower than it would be. Where a loop's stack lies decides
-// which of its loads the CPU takes for dependent on stores 4 KiB away: `cuctx-bench-guard-anatomy
-// --sweep` shows the switching guard anywhere from 1.04x to 1.3x the raw pair by placement alone, the
+// Times `loop` with the stack `pad` bytes lower than it would be. Where a loop's stack lies changes
+// what it costs (most likely through loads the CPU takes for dependent on stores 4 KiB away):
+// `cuctx-bench-guard-anatomy --sweep` showed the switching guard anywhere from 1.04x to 1.34x the raw pair by placement alone, the
 // bands differing between processes. So comparisons spread their runs over a 4 KiB range of
 // placements rather than trusting the one a process happens to get.
 [[gnu::noinline]] double timeLowered(std::size_t pad, long iterations, const std::function<void(long)>& loop)
