@@ -29,17 +29,14 @@ public:
         detail::ThreadTop& top = detail::t_top;
         detail::Frame* const below = top.frame; // never null; the bottom's context matches none
         if (below->state == state) [[likely]] {
-            // Already current through cuctx: count the use on this thread's own counter, nothing else.
-            frame_.uses = below->uses;
-            frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            frame_.kind = detail::FrameKind::elided;
+            enterElided(*below);
             return;
         }
         // The context this thread switched to last (never an empty Context's: without one, it is the
         // placeholder): push it, with cuctx's record kept inline.
         if (top.recentState.load(std::memory_order_relaxed) == state) [[likely]] {
             frame_.uses = top.recentUses;
-            frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            detail::countUse(*frame_.uses);
             frame_.kind = detail::FrameKind::guard;
             const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
             if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]] {
@@ -96,6 +93,14 @@ public:
     bool switched() const noexcept { return frame_.kind == detail::FrameKind::guard; }
 
 private:
+    // `top` is cuctx's top frame and already has this context: count the use on this thread's own
+    // counter, nothing else.
+    CUCTX_ALWAYS_INLINE void enterElided(const detail::Frame& top) noexcept
+    {
+        frame_.uses = top.uses;
+        detail::countUse(*frame_.uses);
+        frame_.kind = detail::FrameKind::elided;
+    }
     void enter(const Context& context, bool verify);
     // Out of line, rare; marked cold so that their call sites cost the inline paths nothing (no
     // registers kept for them, no code in the way: measured, 0.5-1 ns of a switching guard).

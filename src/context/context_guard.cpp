@@ -27,9 +27,7 @@ void ContextGuard::enter(const Context& context, bool verify)
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
     if (const detail::Frame* top = detail::topFrame(); top != nullptr && top->state == state) {
-        frame_.uses = top->uses;
-        frame_.uses->store(frame_.uses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        frame_.kind = detail::FrameKind::elided;
+        enterElided(*top);
         return;
     }
     detail::throwSticky(*state);

@@ -57,7 +57,7 @@ struct ThreadState {
     {
         if (state->exclusive()) [[unlikely]]
             claimExclusive(slot, state);
-        slot.uses.store(slot.uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        countUse(slot.uses);
     }
     /// Takes a green context for this thread at its first use here; Errc::context_busy if another
     /// thread has it.

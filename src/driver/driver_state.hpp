@@ -13,8 +13,8 @@ extern std::atomic<const DriverApi*> g_activeApi;
 
 [[gnu::cold]] const DriverApi& loadActiveApi();
 
-/// Sets or clears the inline guard's push and pop (thread_top.hpp) from the loaded driver, the
-/// log level and the fence mode: called when any of them changes.
+/// Points the inline guard's push and pop (thread_top.hpp) at the driver or at the diversions, by the
+/// loaded driver, the log level and the fence mode: called when any of them changes.
 void refreshInlineDriver() noexcept;
 
 /// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that

@@ -48,41 +48,21 @@ void JsonWriter::beforeValue()
     }
 }
 
-JsonWriter& JsonWriter::beginObject()
+JsonWriter& JsonWriter::open(char bracket)
 {
     beforeValue();
-    out_ += '{';
+    out_ += bracket;
     hasMembers_.push_back(false);
     return *this;
 }
 
-JsonWriter& JsonWriter::endObject()
+JsonWriter& JsonWriter::close(char bracket)
 {
     const bool any = hasMembers_.back();
     hasMembers_.pop_back();
     if (any)
         newline();
-    out_ += '}';
-    if (hasMembers_.empty())
-        out_ += '\n';
-    return *this;
-}
-
-JsonWriter& JsonWriter::beginArray()
-{
-    beforeValue();
-    out_ += '[';
-    hasMembers_.push_back(false);
-    return *this;
-}
-
-JsonWriter& JsonWriter::endArray()
-{
-    const bool any = hasMembers_.back();
-    hasMembers_.pop_back();
-    if (any)
-        newline();
-    out_ += ']';
+    out_ += bracket;
     if (hasMembers_.empty())
         out_ += '\n';
     return *this;

@@ -14,10 +14,10 @@ namespace cuctx::detail {
 
 class JsonWriter {
 public:
-    JsonWriter& beginObject();
-    JsonWriter& endObject();
-    JsonWriter& beginArray();
-    JsonWriter& endArray();
+    JsonWriter& beginObject() { return open('{'); }
+    JsonWriter& endObject() { return close('}'); }
+    JsonWriter& beginArray() { return open('['); }
+    JsonWriter& endArray() { return close(']'); }
     /// The name of the next member (inside an object).
     JsonWriter& key(std::string_view name);
     JsonWriter& value(std::string_view text);
@@ -39,6 +39,8 @@ public:
     const std::string& text() const { return out_; }
 
 private:
+    JsonWriter& open(char bracket);
+    JsonWriter& close(char bracket);
     void beforeValue();
     void newline();
 

@@ -46,9 +46,6 @@ void CUDA_CB runCallback(void* data) noexcept
 }
 
 } // namespace
-} // namespace detail
-
-namespace detail {
 
 void StreamTraits::destroy(const Context& context, CUstream stream) noexcept
 {

@@ -30,23 +30,23 @@ void checked(CUresult r, const char* call)
         throw std::runtime_error(std::string(call) + " failed with " + std::string(resultName(r)));
 }
 
-// Times `loop` with the stack `pad` bytes lower than it would be. Where a loop's stack lies changes
-// what it costs (most likely through loads the CPU takes for dependent on stores 4 KiB away):
-// `cuctx-bench-guard-anatomy --sweep` showed the switching guard anywhere from 1.04x to 1.34x the raw pair by placement alone, the
-// bands differing between processes. So comparisons spread their runs over a 4 KiB range of
-// placements rather than trusting the one a process happens to get.
-[[gnu::noinline]] double timeLowered(std::size_t pad, long iterations, const std::function<void(long)>& loop)
+} // namespace
+
+double timePerIteration(long iterations, const std::function<void(long)>& loop)
+{
+    const auto t0 = Clock::now();
+    loop(iterations);
+    return nsSince(t0) / static_cast<double>(iterations);
+}
+
+[[gnu::noinline]] double lowered(std::size_t pad, const std::function<double()>& f)
 {
     auto* room = static_cast<volatile char*>(alloca(pad + 1));
     room[0] = 0;
-    const auto t0 = Clock::now();
-    loop(iterations);
-    const double ns = nsSince(t0) / static_cast<double>(iterations);
-    room[pad] = 0; // keeps the room alive across the loop
-    return ns;
+    const double result = f();
+    room[pad] = 0; // keeps the room alive across the call
+    return result;
 }
-
-} // namespace
 
 std::size_t stackPlacement(int round)
 {
@@ -57,6 +57,8 @@ std::size_t stackPlacement(int round)
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
                         const std::function<void(long)>& second)
 {
+    const std::function<double()> timeFirst = [&] { return timePerIteration(iterations, first); };
+    const std::function<double()> timeSecond = [&] { return timePerIteration(iterations, second); };
     Comparison c{1e300, 1e300, 0};
     std::vector<double> ratios;
     for (int r = 0; r < rounds; ++r) {
@@ -64,11 +66,11 @@ Comparison compareLoops(long iterations, int rounds, const std::function<void(lo
         double a = 0;
         double b = 0;
         if (r % 2 == 0) {
-            a = timeLowered(pad, iterations, first);
-            b = timeLowered(pad, iterations, second);
+            a = lowered(pad, timeFirst);
+            b = lowered(pad, timeSecond);
         } else {
-            b = timeLowered(pad, iterations, second);
-            a = timeLowered(pad, iterations, first);
+            b = lowered(pad, timeSecond);
+            a = lowered(pad, timeFirst);
         }
         c.first = std::min(c.first, a);
         c.second = std::min(c.second, b);

@@ -30,7 +30,16 @@ struct Comparison {
     double ratio = 0; ///< second / first, the median of the pairs'
 };
 /// How far below its usual place (bytes) round `round` runs a loop's stack: 16-byte steps over 4 KiB.
+/// Where a loop's stack lies changes what it costs (most likely through loads the CPU takes for
+/// dependent on stores 4 KiB away): `cuctx-bench-guard-anatomy --sweep` showed the switching guard
+/// anywhere from 1.04x to 1.34x the raw pair by placement alone, the bands differing between
+/// processes. So comparisons spread their runs over placements rather than trusting the one a
+/// process happens to get.
 std::size_t stackPlacement(int round);
+/// ns per iteration of loop(iterations).
+double timePerIteration(long iterations, const std::function<void(long)>& loop);
+/// f() run with the stack `pad` bytes lower than it would be; its result.
+double lowered(std::size_t pad, const std::function<double()>& f);
 
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
                         const std::function<void(long)>& second);

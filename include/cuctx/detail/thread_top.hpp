@@ -40,6 +40,13 @@ struct Frame {
     FrameKind kind;
 };
 
+/// Counts a use on this thread's own counter of a context: only this thread writes it, so a plain
+/// load and store do (no atomic read-modify-write); other threads only read it.
+inline void countUse(std::atomic<std::uint32_t>& uses) noexcept
+{
+    uses.store(uses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 /// A push or adoption keeps one count of the context's handles; a guard relies on its caller's.
 inline bool ownsHandle(const Frame& frame) noexcept
 {
