@@ -16,6 +16,7 @@ namespace cuctx::detail {
 // X(field, symbol, pinned version, Required|Optional)
 // A Required entry missing from the driver fails loading; an Optional one is reported where it
 // is used, naming the CUDA version it needs (requireEntry()).
+// clang-format off
 #define CUCTX_DRIVER_ENTRIES(X)                                                                    \
     X(cuInit, cuInit, 2000, Required)                                                              \
     X(cuDriverGetVersion, cuDriverGetVersion, 2020, Required)                                      \
@@ -116,6 +117,7 @@ namespace cuctx::detail {
     X(cuGreenCtxCreate, cuGreenCtxCreate, 12040, Optional)                                        \
     X(cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, Optional)                                      \
     X(cuCtxFromGreenCtx, cuCtxFromGreenCtx, 12040, Optional)
+// clang-format on
 
 enum class EntryKind { Required, Optional };
 

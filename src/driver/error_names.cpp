@@ -8,6 +8,8 @@
 namespace cuctx::detail {
 namespace {
 
+// One row per result, as cuda.h lists them.
+// clang-format off
 constexpr std::array kResultNames{
     ResultName{0, "CUDA_SUCCESS", "The API call returned with no errors"},
     ResultName{1, "CUDA_ERROR_INVALID_VALUE", "This indicates that one or more of the parameters passed to the API call is not within an acceptable range of values"},
@@ -111,6 +113,7 @@ constexpr std::array kResultNames{
     ResultName{916, "CUDA_ERROR_KEY_ROTATION", "This error indicates that an error happened during the key rotation sequence"},
     ResultName{999, "CUDA_ERROR_UNKNOWN", "This indicates that an unknown internal error has occurred"},
 };
+// clang-format on
 
 } // namespace
 
