@@ -39,10 +39,10 @@ int main(int argc, char** argv)
         stages.push_back({contexts[st], [&, st](const cuctx::Stream& stream, std::size_t item) {
                               if (st > 0)
                                   in[st][item].copyFrom(out[st - 1][item], stream); // from the previous context
-                              cuctx::launch(kernels[st].function("scale"),
-                                            {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1},
-                                             .stream = stream.native()},
-                                            out[st][item].address(), in[st][item].address(), 2.0f, n);
+                              cuctx::launch(
+                                  kernels[st].function("scale"),
+                                  {.grid = {(n + 255) / 256, 1, 1}, .block = {256, 1, 1}, .stream = stream.native()},
+                                  out[st][item].address(), in[st][item].address(), 2.0f, n);
                           }});
     }
     cuctx::Pipeline pipeline(std::move(stages));

@@ -8,7 +8,7 @@
 #include "cuctx/cuctx.hpp"
 
 #ifdef CUCTX_EXAMPLE_MPI
-#define OMPI_SKIP_MPICXX 1  // the C API only: the C++ bindings are deprecated and do not build clean
+#define OMPI_SKIP_MPICXX 1 // the C API only: the C++ bindings are deprecated and do not build clean
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif

@@ -79,9 +79,8 @@ std::string Device::uuid() const
 {
     const auto b = uuidBytes();
     char text[64];
-    std::snprintf(text, sizeof text,
-                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-                  b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
     return text;
 }
 
@@ -96,8 +95,7 @@ std::string Device::pciBusId() const
 int Device::nativeAttribute(CUdevice_attribute attribute) const
 {
     int value = 0;
-    check(api().cuDeviceGetAttribute(&value, attribute, handle_), "cuDeviceGetAttribute",
-          Subject{.device = ordinal_});
+    check(api().cuDeviceGetAttribute(&value, attribute, handle_), "cuDeviceGetAttribute", Subject{.device = ordinal_});
     return value;
 }
 

@@ -77,7 +77,7 @@ spdlog::logger& logger()
     if (!s.logger)
         s.logger = makeStderrLogger();
     s.logger->set_level(spdlog::level::trace); // cuctx filters by its own level before this point
-    return *s.logger; // kept alive: a replaced logger is retired, never destroyed while in use
+    return *s.logger;                          // kept alive: a replaced logger is retired, never destroyed while in use
 }
 
 } // namespace cuctx::detail

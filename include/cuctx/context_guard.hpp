@@ -104,9 +104,9 @@ private:
     void enter(const Context& context, bool verify);
     // Out of line, rare; marked cold so that their call sites cost the inline paths nothing (no
     // registers kept for them, no code in the way: measured, 0.5-1 ns of a switching guard).
-    [[gnu::cold]] void pushFailed(const Context& context, CUresult result); // diverted, or throws
+    [[gnu::cold]] void pushFailed(const Context& context, CUresult result);   // diverted, or throws
     [[gnu::cold]] void popFailed(CUresult result, CUcontext popped) noexcept; // diverted, or a mismatch
-    [[gnu::cold]] void leave() noexcept; // not on top (misuse), a forked child
+    [[gnu::cold]] void leave() noexcept;                                      // not on top (misuse), a forked child
 
     // The guard's entry in cuctx's record of this thread's stack: kind `guard` when it pushed (then
     // linked), `elided` when its context was already current.

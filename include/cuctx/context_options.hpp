@@ -6,18 +6,18 @@ namespace cuctx {
 
 /// How a host thread waits for the GPU in this context (the CU_CTX_SCHED_* flags).
 enum class SchedulePolicy {
-    automatic,     ///< CU_CTX_SCHED_AUTO: spin while there are fewer active contexts than cores, else yield
-    spin,          ///< CU_CTX_SCHED_SPIN: lowest latency, a busy core
-    yield,         ///< CU_CTX_SCHED_YIELD
-    blockingSync,  ///< CU_CTX_SCHED_BLOCKING_SYNC: sleep on a synchronisation primitive
+    automatic,    ///< CU_CTX_SCHED_AUTO: spin while there are fewer active contexts than cores, else yield
+    spin,         ///< CU_CTX_SCHED_SPIN: lowest latency, a busy core
+    yield,        ///< CU_CTX_SCHED_YIELD
+    blockingSync, ///< CU_CTX_SCHED_BLOCKING_SYNC: sleep on a synchronisation primitive
 };
 
 struct ContextOptions {
     SchedulePolicy schedule = SchedulePolicy::automatic;
-    bool keepLocalMemory = false;  ///< CU_CTX_LMEM_RESIZE_TO_MAX
-    bool coredump = false;         ///< CU_CTX_COREDUMP_ENABLE
-    bool userCoredump = false;     ///< CU_CTX_USER_COREDUMP_ENABLE
-    bool syncMemops = false;       ///< CU_CTX_SYNC_MEMOPS
+    bool keepLocalMemory = false; ///< CU_CTX_LMEM_RESIZE_TO_MAX
+    bool coredump = false;        ///< CU_CTX_COREDUMP_ENABLE
+    bool userCoredump = false;    ///< CU_CTX_USER_COREDUMP_ENABLE
+    bool syncMemops = false;      ///< CU_CTX_SYNC_MEMOPS
     /// Limit the context to this many SMs (an execution-affinity parameter, CUDA 12.5 and a device that
     /// supports it); 0 for no limit.
     int smCount = 0;

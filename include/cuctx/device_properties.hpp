@@ -11,8 +11,8 @@ namespace cuctx {
 struct DeviceProperties {
     int ordinal = 0;
     std::string name;
-    std::string uuid;        ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
-    std::string pciBusId;    ///< "0000:19:00.0" (domain:bus:device.function)
+    std::string uuid;     ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
+    std::string pciBusId; ///< "0000:19:00.0" (domain:bus:device.function)
     int computeCapabilityMajor = 0;
     int computeCapabilityMinor = 0;
     std::size_t totalMemory = 0;
@@ -28,10 +28,10 @@ struct DeviceProperties {
     int sharedMemoryPerBlockOptin = 0;
     int sharedMemoryPerMultiprocessor = 0;
     int l2CacheSize = 0;
-    int memoryBusWidth = 0;    ///< bits
-    int memoryClockRate = 0;   ///< kHz (peak)
-    int clockRate = 0;         ///< kHz (typical)
-    int computeMode = 0;       ///< CUcomputemode: 0 default, 2 prohibited, 3 exclusive process
+    int memoryBusWidth = 0;  ///< bits
+    int memoryClockRate = 0; ///< kHz (peak)
+    int clockRate = 0;       ///< kHz (typical)
+    int computeMode = 0;     ///< CUcomputemode: 0 default, 2 prohibited, 3 exclusive process
     int asyncEngines = 0;
     bool unifiedAddressing = false;
     bool managedMemory = false;

@@ -16,11 +16,11 @@ enum class Severity { ok, note, warning, error };
 const char* severityName(Severity severity) noexcept;
 
 struct Finding {
-    std::string check;    ///< which check: "driver", "loader-path", "devices", "visible-devices",
-                          ///< "driver-version", "compute-mode", "module-loading", "jit-cache", "fork"
+    std::string check; ///< which check: "driver", "loader-path", "devices", "visible-devices",
+                       ///< "driver-version", "compute-mode", "module-loading", "jit-cache", "fork"
     Severity severity = Severity::ok;
-    std::string summary;  ///< what was found
-    std::string advice;   ///< what to do about it (empty when there is nothing to do)
+    std::string summary; ///< what was found
+    std::string advice;  ///< what to do about it (empty when there is nothing to do)
 };
 
 struct DiagnosisOptions {

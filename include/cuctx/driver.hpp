@@ -37,13 +37,13 @@ public:
 
     /// Where a load stands, for tools that report instead of throwing.
     struct Status {
-        bool loaded = false;          ///< a driver is loaded and initialised with a device
-        Errc condition{};             ///< why not, when !loaded
-        int result = 0;               ///< the CUresult behind it, if any
-        std::string message;          ///< the full error message, when !loaded
-        std::string requestedPath;    ///< what was asked for (libraryPath())
-        std::string resolvedPath;     ///< the file the dynamic loader opened, when one was opened
-        int driverVersion = 0;        ///< cuDriverGetVersion, when the library answered it
+        bool loaded = false;       ///< a driver is loaded and initialised with a device
+        Errc condition{};          ///< why not, when !loaded
+        int result = 0;            ///< the CUresult behind it, if any
+        std::string message;       ///< the full error message, when !loaded
+        std::string requestedPath; ///< what was asked for (libraryPath())
+        std::string resolvedPath;  ///< the file the dynamic loader opened, when one was opened
+        int driverVersion = 0;     ///< cuDriverGetVersion, when the library answered it
     };
     /// Loads the driver if nobody has tried yet, and says how it went. Never throws.
     static Status status() noexcept;

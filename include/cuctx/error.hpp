@@ -42,11 +42,11 @@ std::string_view resultDescription(int result) noexcept;
 /// Everything an Error says. Fields left empty are left out of the message.
 struct ErrorInfo {
     Errc condition = Errc::driver_error;
-    int result = 0;        ///< the CUresult, 0 when the failure did not come from the driver
-    std::string call;      ///< the driver call or cuctx function that failed
-    std::string object;    ///< what it was called on: "device 0", "context 3 on device 0", a file
-    std::string detail;    ///< what cuctx found, in a sentence
-    std::string hint;      ///< what to do about it
+    int result = 0;     ///< the CUresult, 0 when the failure did not come from the driver
+    std::string call;   ///< the driver call or cuctx function that failed
+    std::string object; ///< what it was called on: "device 0", "context 3 on device 0", a file
+    std::string detail; ///< what cuctx found, in a sentence
+    std::string hint;   ///< what to do about it
 };
 
 /// The exception cuctx throws. The message is composed once, when the error is created, so the
@@ -82,4 +82,5 @@ private:
 } // namespace cuctx
 
 template <>
-struct std::is_error_condition_enum<cuctx::Errc> : std::true_type {};
+struct std::is_error_condition_enum<cuctx::Errc> : std::true_type {
+};

@@ -21,9 +21,9 @@ struct FunctionData;
 
 /// What the driver reports of a kernel (cuFuncGetAttribute).
 struct FunctionAttributes {
-    int registers = 0;             ///< per thread
-    int staticSharedBytes = 0;     ///< per block
-    int localBytes = 0;            ///< per thread
+    int registers = 0;         ///< per thread
+    int staticSharedBytes = 0; ///< per block
+    int localBytes = 0;        ///< per thread
     int constBytes = 0;
     int maxThreadsPerBlock = 0;    ///< the most this kernel can be launched with
     int ptxVersion = 0;            ///< e.g. 80 for PTX 8.0

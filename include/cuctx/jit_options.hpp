@@ -9,16 +9,16 @@ namespace cuctx {
 
 /// CU_JIT_CACHE_MODE: how global memory loads are cached.
 enum class JitCacheMode {
-    none,     ///< CU_JIT_CACHE_OPTION_NONE
-    l2Only,   ///< CU_JIT_CACHE_OPTION_CG: cache in L2 only
-    l1AndL2,  ///< CU_JIT_CACHE_OPTION_CA: cache in L1 and L2
+    none,    ///< CU_JIT_CACHE_OPTION_NONE
+    l2Only,  ///< CU_JIT_CACHE_OPTION_CG: cache in L2 only
+    l1AndL2, ///< CU_JIT_CACHE_OPTION_CA: cache in L1 and L2
 };
 
 /// Options for loading a module. Every field left unset keeps the driver's default. cuctx builds
 /// fresh driver option arrays for every load (the log-size options are in/out: reused arrays would
 /// silently give empty logs).
 struct JitOptions {
-    std::optional<int> optimizationLevel;  ///< CU_JIT_OPTIMIZATION_LEVEL, 0-4 (driver default 4)
+    std::optional<int> optimizationLevel; ///< CU_JIT_OPTIMIZATION_LEVEL, 0-4 (driver default 4)
     /// CU_JIT_TARGET as a compute capability times ten plus minor (90 for sm_90); unset: the
     /// context's device (CU_JIT_TARGET_FROM_CUCONTEXT).
     std::optional<int> target;

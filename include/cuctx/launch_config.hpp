@@ -15,10 +15,10 @@ struct Dim3 {
 struct LaunchConfig {
     Dim3 grid;
     Dim3 block;
-    unsigned sharedBytes = 0;   ///< dynamic shared memory per block
-    CUstream stream = nullptr;  ///< nullptr: the context's default stream
-    Dim3 cluster{0, 0, 0};      ///< thread-block cluster dimensions (sm_90+), via cuLaunchKernelEx
-    bool cooperative = false;   ///< a cooperative launch (grid-wide sync), via cuLaunchKernelEx
+    unsigned sharedBytes = 0;  ///< dynamic shared memory per block
+    CUstream stream = nullptr; ///< nullptr: the context's default stream
+    Dim3 cluster{0, 0, 0};     ///< thread-block cluster dimensions (sm_90+), via cuLaunchKernelEx
+    bool cooperative = false;  ///< a cooperative launch (grid-wide sync), via cuLaunchKernelEx
 };
 
 } // namespace cuctx

@@ -46,15 +46,14 @@ public:
     static Module fromImage(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
                             std::string_view label = "image");
     static Module fromPtx(const Context& context, std::string_view ptx, const JitOptions& options = {},
-                         std::string_view label = "ptx");
+                          std::string_view label = "ptx");
 
     /// The module for this image content and these options in `context`, loaded once and shared by
     /// every thread of the process: concurrent first requests load it once and all get the same
     /// module. The cache keeps its modules until clearCache() or the context's destruction.
     static Module cached(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
                          std::string_view label = "image");
-    static Module cachedFile(const Context& context, const std::filesystem::path& path,
-                             const JitOptions& options = {});
+    static Module cachedFile(const Context& context, const std::filesystem::path& path, const JitOptions& options = {});
     /// How many modules `context`'s cache holds; dropping them (modules still held elsewhere stay).
     static std::size_t cacheSize(const Context& context);
     static void clearCache(const Context& context);
@@ -87,7 +86,7 @@ private:
     Module(Context context, std::shared_ptr<detail::ModuleState> state) noexcept;
     detail::ModuleState& state(const char* call) const;
 
-    Context context_;                          // declared first: outlives state_ when both go
+    Context context_; // declared first: outlives state_ when both go
     std::shared_ptr<detail::ModuleState> state_;
 };
 

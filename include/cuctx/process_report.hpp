@@ -28,13 +28,13 @@ struct DeviceSnapshot {
 
 /// A context cuctx made (created, retained primary, green) and has not destroyed.
 struct ContextSnapshot {
-    std::uint64_t id = 0;         ///< cuCtxGetId (0 where the driver lacks it)
-    int device = -1;              ///< ordinal
-    std::string kind;             ///< "created", "primary", "green"
-    std::string description;      ///< "context 3 on device 0", as cuctx's errors name it
-    long handles = 0;             ///< cuctx::Context handles that own it
+    std::uint64_t id = 0;             ///< cuCtxGetId (0 where the driver lacks it)
+    int device = -1;                  ///< ordinal
+    std::string kind;                 ///< "created", "primary", "green"
+    std::string description;          ///< "context 3 on device 0", as cuctx's errors name it
+    long handles = 0;                 ///< cuctx::Context handles that own it
     bool destructionDeferred = false; ///< no handle left: destroyed when the last thread's use ends
-    std::vector<long> threads;    ///< threads (kernel ids) that have it entered
+    std::vector<long> threads;        ///< threads (kernel ids) that have it entered
 };
 
 /// A thread that has at least one context entered through cuctx.
@@ -43,7 +43,7 @@ struct ThreadSnapshot {
     std::string name; ///< /proc/self/task/TID/comm
     struct Use {
         std::uint64_t contextId = 0;
-        std::string context; ///< its description
+        std::string context;  ///< its description
         unsigned entries = 0; ///< guards, pushes and bindings of it on this thread now
     };
     std::vector<Use> uses;
@@ -52,7 +52,7 @@ struct ThreadSnapshot {
 
 struct ProcessReport {
     long pid = 0;
-    std::string time;          ///< when it was taken, UTC, ISO 8601
+    std::string time; ///< when it was taken, UTC, ISO 8601
     std::string cuctxVersion;
     Driver::Status driver;
     std::string moduleLoading; ///< "lazy", "eager" or "unknown"
@@ -62,7 +62,7 @@ struct ProcessReport {
     std::vector<ContextSnapshot> contexts;
     std::vector<ThreadSnapshot> threads;
     LiveObjects live;
-    std::vector<Finding> findings; ///< diagnose()'s, when asked for
+    std::vector<Finding> findings;   ///< diagnose()'s, when asked for
     std::vector<std::string> errors; ///< what could not be collected, and why
 
     /// Lines for people (a log, a terminal), under 80 columns where the names allow.

@@ -13,10 +13,10 @@
 namespace cuctx {
 
 struct RankBinding {
-    int localRank = 0;            ///< this process's rank on this node
-    std::string source;           ///< the variable it came from, e.g. "OMPI_COMM_WORLD_LOCAL_RANK"
-    int ordinal = 0;              ///< the device to use, as the driver numbers the visible devices
-    int visibleDevices = 0;       ///< how many the driver sees
+    int localRank = 0;      ///< this process's rank on this node
+    std::string source;     ///< the variable it came from, e.g. "OMPI_COMM_WORLD_LOCAL_RANK"
+    int ordinal = 0;        ///< the device to use, as the driver numbers the visible devices
+    int visibleDevices = 0; ///< how many the driver sees
     /// The CUDA_VISIBLE_DEVICES entry behind `ordinal`, when that variable is set.
     std::optional<std::string> physicalDevice;
     std::string describe() const; ///< "local rank 2 (SLURM_LOCALID) -> device 2 of 4 (CUDA_VISIBLE_DEVICES entry 6)"

@@ -63,7 +63,7 @@ private:
     void requireStream(const char* call) const;
 
     std::shared_ptr<detail::StreamCallbacks> callbacks_; // queued callbacks hold it too
-    detail::ContextOwned<detail::StreamTraits> owned_;    // declared last: destroyed first
+    detail::ContextOwned<detail::StreamTraits> owned_;   // declared last: destroyed first
 };
 
 } // namespace cuctx

@@ -17,7 +17,7 @@ void inContextForCleanup(ContextState& context, const char* what, Call call) noe
 {
     const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
     if (d == nullptr)
-        return; // a forked child: the driver refuses everything, and the parent still owns it
+        return;              // a forked child: the driver refuses everything, and the parent still owns it
     CUcontext now = nullptr; // the driver's view, not cuctx's record: other code may have changed it
     const bool current = d->cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == context.handle;
     if (!current) {

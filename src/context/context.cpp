@@ -183,19 +183,17 @@ Context Context::primary(const Device& device, const ContextOptions& options)
 Context Context::green(const Device& device, unsigned smCount)
 {
     const detail::DriverApi& d = api();
-    for (auto [entry, name] : {std::pair{reinterpret_cast<const void*>(d.cuGreenCtxCreate), "cuGreenCtxCreate"},
-                               {reinterpret_cast<const void*>(d.cuDeviceGetDevResource), "cuDeviceGetDevResource"},
-                               {reinterpret_cast<const void*>(d.cuDevSmResourceSplitByCount),
-                                "cuDevSmResourceSplitByCount"},
-                               {reinterpret_cast<const void*>(d.cuDevResourceGenerateDesc),
-                                "cuDevResourceGenerateDesc"},
-                               {reinterpret_cast<const void*>(d.cuCtxFromGreenCtx), "cuCtxFromGreenCtx"},
-                               {reinterpret_cast<const void*>(d.cuGreenCtxDestroy), "cuGreenCtxDestroy"}})
+    for (auto [entry, name] :
+         {std::pair{reinterpret_cast<const void*>(d.cuGreenCtxCreate), "cuGreenCtxCreate"},
+          {reinterpret_cast<const void*>(d.cuDeviceGetDevResource), "cuDeviceGetDevResource"},
+          {reinterpret_cast<const void*>(d.cuDevSmResourceSplitByCount), "cuDevSmResourceSplitByCount"},
+          {reinterpret_cast<const void*>(d.cuDevResourceGenerateDesc), "cuDevResourceGenerateDesc"},
+          {reinterpret_cast<const void*>(d.cuCtxFromGreenCtx), "cuCtxFromGreenCtx"},
+          {reinterpret_cast<const void*>(d.cuGreenCtxDestroy), "cuGreenCtxDestroy"}})
         detail::requireEntry(entry, name);
     const detail::Subject subject{.device = device.ordinal()};
     CUdevResource all{};
-    check(d.cuDeviceGetDevResource(device.native(), &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource",
-          subject);
+    check(d.cuDeviceGetDevResource(device.native(), &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource", subject);
     CUdevResource part{};
     CUdevResource remaining{};
     unsigned groups = 1;
@@ -209,8 +207,7 @@ Context Context::green(const Device& device, unsigned smCount)
     CUdevResourceDesc desc{};
     check(d.cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", subject);
     CUgreenCtx green = nullptr;
-    check(d.cuGreenCtxCreate(&green, desc, device.native(), CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
-          subject);
+    check(d.cuGreenCtxCreate(&green, desc, device.native(), CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", subject);
     CUcontext handle = nullptr;
     if (const CUresult r = d.cuCtxFromGreenCtx(&handle, green); r != CUDA_SUCCESS) {
         (void)d.cuGreenCtxDestroy(green);

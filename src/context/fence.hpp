@@ -3,8 +3,8 @@
 // An asymmetric fence: the rare side (orphaning a context) pays for a full barrier on every thread of
 // the process (membarrier(2) PRIVATE_EXPEDITED, or on x86 an mprotect TLB shootdown where containers
 // filter membarrier), so that the frequent side (leaving a context) needs only a compiler barrier.
-// Where neither works the frequent side falls back to a real fence; under ThreadSanitizer, which models neither, both sides make a seq_cst read-modify-write of
-// one shared atomic, which orders them in a way it understands.
+// Where neither works the frequent side falls back to a real fence; under ThreadSanitizer, which models neither, both
+// sides make a seq_cst read-modify-write of one shared atomic, which orders them in a way it understands.
 
 #include "cuctx/detail/thread_top.hpp"
 

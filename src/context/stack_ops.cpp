@@ -111,14 +111,13 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
             above = frameBelow(*above);
         if (above != nullptr)
             above->below = frame.below;
-        recordSticky(*frame.state,
-                     mismatchError(who,
-                                   std::string("it ends while ") + describeContext(*top->state) + " (a " +
-                                       kindName(top->kind) +
-                                       " made after it) is still on top of this thread's stack; its own context "
-                                       "stays on the driver's stack below that",
-                                   "End what you push or adopt inside a guard's scope before the scope ends",
-                                   *frame.state));
+        recordSticky(
+            *frame.state,
+            mismatchError(who,
+                          std::string("it ends while ") + describeContext(*top->state) + " (a " + kindName(top->kind) +
+                              " made after it) is still on top of this thread's stack; its own context "
+                              "stays on the driver's stack below that",
+                          "End what you push or adopt inside a guard's scope before the scope ends", *frame.state));
         (void)ts;
         return retire(frame);
     }

@@ -70,8 +70,7 @@ ThreadState& makeThreadState()
 }
 
 ThreadState::ThreadState()
-    : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1),
-      top(&t_top)
+    : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1), top(&t_top)
 {
     std::lock_guard lock(registryMutex());
     registeredThreads().push_back(this);
@@ -163,8 +162,9 @@ void ThreadState::claimExclusive(Slot& slot, ContextState* state)
                         ownerTid = ts->tid;
             }
             throwError(Errc::context_busy, "cuctx::ContextGuard",
-                       describeContext(*state) + " is a green context, which may be current on one thread at a "
-                                                 "time, and thread " +
+                       describeContext(*state) +
+                           " is a green context, which may be current on one thread at a "
+                           "time, and thread " +
                            std::to_string(ownerTid) + " has it entered",
                        "Give each thread its own green context, or leave it on the other thread first");
         }

@@ -71,14 +71,13 @@ struct ThreadState {
             lastUseOnThread(state);
     }
 
-
-    long tid;                        // gettid()
-    std::uint64_t number;            // a process-unique thread number (green-context ownership)
-    ThreadTop* top;                  // this thread's t_top: a thread destroying a context resets its recent one
-    CUcontext base = nullptr;        // what was current below cuctx's entries when it first looked
+    long tid;                 // gettid()
+    std::uint64_t number;     // a process-unique thread number (green-context ownership)
+    ThreadTop* top;           // this thread's t_top: a thread destroying a context resets its recent one
+    CUcontext base = nullptr; // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
     SlotBlock firstBlock;
-    Slot* lastSlot = nullptr;        // the slot found last: most threads use one context
+    Slot* lastSlot = nullptr; // the slot found last: most threads use one context
 };
 
 /// Reads the driver's current context once, to learn what cuctx's entries sit on.

@@ -23,12 +23,9 @@ const char* hintFor(CUresult result)
                "start the child before CUDA is initialised or exec a fresh program";
     case CUDA_ERROR_INVALID_CONTEXT:
         return "No valid context is current on this thread: enter one with cuctx::ContextGuard";
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-        return "The context was destroyed while this thread still used it";
-    case CUDA_ERROR_INVALID_DEVICE:
-        return "The device ordinal is not one the driver sees (see cuctx-inspect devices)";
-    case CUDA_ERROR_OUT_OF_MEMORY:
-        return "The device is out of memory: free memory or use a smaller working set";
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return "The context was destroyed while this thread still used it";
+    case CUDA_ERROR_INVALID_DEVICE: return "The device ordinal is not one the driver sees (see cuctx-inspect devices)";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "The device is out of memory: free memory or use a smaller working set";
     default: return "";
     }
 }

@@ -14,10 +14,10 @@ namespace cuctx::detail {
 /// What a driver call was made on, for the error message. Cheap to build on the success path: the
 /// text is composed only when a call fails.
 struct Subject {
-    int device = -1;                 ///< device ordinal, -1 when none
-    std::uint64_t contextId = 0;     ///< cuCtxGetId, 0 when unknown
-    const void* context = nullptr;   ///< the CUcontext handle, when the id is unknown
-    const char* name = nullptr;      ///< a file, module or symbol name
+    int device = -1;               ///< device ordinal, -1 when none
+    std::uint64_t contextId = 0;   ///< cuCtxGetId, 0 when unknown
+    const void* context = nullptr; ///< the CUcontext handle, when the id is unknown
+    const char* name = nullptr;    ///< a file, module or symbol name
 };
 
 /// "context 3 on device 0", "device 1", "file kernels.ptx"...; empty for an empty Subject.
@@ -41,7 +41,6 @@ inline void check(CUresult result, const char* call, const Subject& subject = {}
 
 /// Throws a cuctx-level Error (no CUresult).
 [[noreturn]] void throwError(Errc condition, std::string call, std::string detail, std::string hint = {},
-                             const Subject& subject = {},
-                             std::source_location where = std::source_location::current());
+                             const Subject& subject = {}, std::source_location where = std::source_location::current());
 
 } // namespace cuctx::detail

@@ -1,12 +1,12 @@
 #include "cuctx/driver.hpp"
 
+#include "context/fence.hpp"
+#include "cuctx/detail/thread_top.hpp"
 #include "cuctx/error.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
 #include "driver/loader.hpp"
-#include "context/fence.hpp"
-#include "cuctx/detail/thread_top.hpp"
 #include "log.hpp"
 
 #include <cstdlib>
@@ -20,8 +20,14 @@ std::atomic<const DriverApi*> g_activeApi{nullptr};
 namespace {
 
 // What the inline guard calls where it must not call the driver (thread_top.hpp).
-CUresult CUDAAPI divertedPush(CUcontext) { return kDiverted; }
-CUresult CUDAAPI divertedPop(CUcontext*) { return kDiverted; }
+CUresult CUDAAPI divertedPush(CUcontext)
+{
+    return kDiverted;
+}
+CUresult CUDAAPI divertedPop(CUcontext*)
+{
+    return kDiverted;
+}
 
 } // namespace
 
@@ -145,8 +151,7 @@ void Driver::setLibraryPath(std::string path)
         if (path == detail::requestedPath(s))
             return;
         detail::throwError(Errc::invalid_state, "cuctx::Driver::setLibraryPath",
-                           "the driver is already loaded from " + s.resolvedPath + "; it cannot be replaced by " +
-                               path,
+                           "the driver is already loaded from " + s.resolvedPath + "; it cannot be replaced by " + path,
                            "Set the library path before the first call that uses the driver");
     }
     s.pathOverride = std::move(path);

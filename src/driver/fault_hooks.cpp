@@ -57,11 +57,11 @@ void installHooks()
     std::call_once(once, [] {
         g_real = cuctx::detail::api();
         g_hooked = g_real;
-#define CUCTX_HOOK(field, symbol, version, kind)                                                   \
-    if (g_real.field != nullptr) {                                                                 \
-        using H = Hook<index_##field, decltype(g_real.field)>;                                     \
-        H::real = g_real.field;                                                                    \
-        g_hooked.field = &H::call;                                                                 \
+#define CUCTX_HOOK(field, symbol, version, kind)                                                                       \
+    if (g_real.field != nullptr) {                                                                                     \
+        using H = Hook<index_##field, decltype(g_real.field)>;                                                         \
+        H::real = g_real.field;                                                                                        \
+        g_hooked.field = &H::call;                                                                                     \
     }
         CUCTX_DRIVER_ENTRIES(CUCTX_HOOK)
 #undef CUCTX_HOOK

@@ -56,9 +56,10 @@ void throwForkedAfterInit(const char* call)
     ErrorInfo info;
     info.condition = Errc::forked_after_init;
     info.call = call;
-    info.detail = "this process (pid " + std::to_string(getpid()) + ") was forked after CUDA was initialized in "
-                  "process " + std::to_string(initialisingPid()) +
-                  "; a forked child cannot use CUDA, every driver call fails there";
+    info.detail = "this process (pid " + std::to_string(getpid()) +
+                  ") was forked after CUDA was initialized in "
+                  "process " +
+                  std::to_string(initialisingPid()) + "; a forked child cannot use CUDA, every driver call fails there";
     info.hint = "Start worker processes before CUDA is initialised, or exec a fresh program (posix_spawn, "
                 "fork+exec)";
     throw Error(std::move(info));

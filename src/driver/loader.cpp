@@ -36,8 +36,8 @@ std::string resolvedPathOf(void* handle)
     return {};
 }
 
-Error makeError(Errc condition, int result, std::string call, std::string object, std::string detail,
-                std::string hint, std::source_location where = std::source_location::current())
+Error makeError(Errc condition, int result, std::string call, std::string object, std::string detail, std::string hint,
+                std::source_location where = std::source_location::current())
 {
     ErrorInfo info;
     info.condition = condition;
@@ -82,9 +82,7 @@ std::string formatCudaVersion(int version)
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-LoadedDriver::LoadedDriver(void* handle, std::string path) noexcept : resolvedPath(std::move(path)), handle_(handle)
-{
-}
+LoadedDriver::LoadedDriver(void* handle, std::string path) noexcept : resolvedPath(std::move(path)), handle_(handle) {}
 
 LoadedDriver::~LoadedDriver()
 {

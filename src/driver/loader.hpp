@@ -22,8 +22,8 @@ public:
     LoadedDriver& operator=(const LoadedDriver&) = delete;
 
     DriverApi api;
-    int version = 0;              ///< cuDriverGetVersion
-    std::string resolvedPath;     ///< the file the dynamic loader opened
+    int version = 0;          ///< cuDriverGetVersion
+    std::string resolvedPath; ///< the file the dynamic loader opened
 
     /// Keeps the library mapped for the life of the process (used by the process-wide driver).
     void leak() noexcept { handle_ = nullptr; }

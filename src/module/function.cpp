@@ -11,8 +11,8 @@ namespace cuctx {
 
 namespace detail {
 
-Function makeFunction(const Context& context, std::shared_ptr<const void> owner, CUfunction function,
-                      std::string name, std::string label)
+Function makeFunction(const Context& context, std::shared_ptr<const void> owner, CUfunction function, std::string name,
+                      std::string label)
 {
     auto data = std::make_shared<FunctionData>();
     data->context = context;
@@ -92,13 +92,12 @@ void Function::setMaxDynamicSharedMemory(int bytes) const
     const CUresult r =
         detail::api().cuFuncSetAttribute(f.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
     if (r != CUDA_SUCCESS)
-        detail::throwDriverError(r, "cuFuncSetAttribute",
-                                 detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name),
-                                 std::source_location::current(),
-                                 "setting kernel '" + f.name + "''s dynamic shared memory limit to " +
-                                     std::to_string(bytes) + " bytes",
-                                 "The limit cannot exceed the device's shared memory per block (opt-in) minus the "
-                                 "kernel's static shared memory");
+        detail::throwDriverError(
+            r, "cuFuncSetAttribute", detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name),
+            std::source_location::current(),
+            "setting kernel '" + f.name + "''s dynamic shared memory limit to " + std::to_string(bytes) + " bytes",
+            "The limit cannot exceed the device's shared memory per block (opt-in) minus the "
+            "kernel's static shared memory");
 }
 
 void Function::setCachePreference(CachePreference preference) const
@@ -126,10 +125,10 @@ int Function::maxActiveBlocksPerMultiprocessor(int blockSize, std::size_t dynami
     const detail::FunctionData& f = data("cuctx::Function::maxActiveBlocksPerMultiprocessor");
     ContextGuard guard(f.context);
     int blocks = 0;
-    detail::check(detail::api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f.function, blockSize,
-                                                                             dynamicSharedBytes),
-                  "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                  detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name));
+    detail::check(
+        detail::api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f.function, blockSize, dynamicSharedBytes),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name));
     return blocks;
 }
 
@@ -139,7 +138,7 @@ BlockSizeSuggestion Function::maxPotentialBlockSize(std::size_t dynamicSharedByt
     ContextGuard guard(f.context);
     BlockSizeSuggestion s;
     detail::check(detail::api().cuOccupancyMaxPotentialBlockSize(&s.minGridSize, &s.blockSize, f.function, nullptr,
-                                                                  dynamicSharedBytes, blockSizeLimit),
+                                                                 dynamicSharedBytes, blockSizeLimit),
                   "cuOccupancyMaxPotentialBlockSize",
                   detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name));
     return s;

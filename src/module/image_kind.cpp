@@ -20,7 +20,10 @@ T readAt(std::span<const std::byte> image, std::size_t offset)
 
 bool isElf(std::span<const std::byte> image)
 {
-    return image.size() >= 4 && std::memcmp(image.data(), "\x7f" "ELF", 4) == 0;
+    return image.size() >= 4 && std::memcmp(image.data(),
+                                            "\x7f"
+                                            "ELF",
+                                            4) == 0;
 }
 
 // PTX: a `.version` directive is the first thing after comments and blank space.

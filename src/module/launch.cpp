@@ -51,8 +51,7 @@ const char* launchHint(CUresult r)
                "memory against its limit (Function::setMaxDynamicSharedMemory)";
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
         return "Too many registers or too much shared memory for this block size: launch smaller blocks";
-    case CUDA_ERROR_INVALID_HANDLE:
-        return "The stream belongs to another context than the kernel's";
+    case CUDA_ERROR_INVALID_HANDLE: return "The stream belongs to another context than the kernel's";
     case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
         return "A cooperative grid must fit on the device at once: see Function::maxActiveBlocksPerMultiprocessor";
     default: return "";
@@ -81,8 +80,8 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
     CUresult r;
     const char* call = "cuLaunchKernel";
     if (c.cluster.x == 0 && !c.cooperative) [[likely]] {
-        r = d.cuLaunchKernel(f.function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
-                             c.sharedBytes, c.stream, arguments, nullptr);
+        r = d.cuLaunchKernel(f.function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.sharedBytes,
+                             c.stream, arguments, nullptr);
     } else {
         call = "cuLaunchKernelEx";
         requireEntry(reinterpret_cast<const void*>(d.cuLaunchKernelEx), "cuLaunchKernelEx");
@@ -114,12 +113,11 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
         r = d.cuLaunchKernelEx(&config, f.function, arguments, nullptr);
     }
     if (r != CUDA_SUCCESS) [[unlikely]]
-        throwDriverError(r, call, moduleSubject(*ContextAccess::state(f.context), f.name),
-                         std::source_location::current(),
-                         "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) +
-                             ", block " + dims(c.block) + ", " + std::to_string(c.sharedBytes) +
-                             " bytes of dynamic shared memory",
-                         launchHint(r));
+        throwDriverError(
+            r, call, moduleSubject(*ContextAccess::state(f.context), f.name), std::source_location::current(),
+            "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) + ", block " +
+                dims(c.block) + ", " + std::to_string(c.sharedBytes) + " bytes of dynamic shared memory",
+            launchHint(r));
 }
 
 } // namespace cuctx::detail

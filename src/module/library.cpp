@@ -93,8 +93,8 @@ Function Library::function(const Context& context, std::string_view name) const
     if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuLibraryGetKernel", detail::Subject{.name = s.label.c_str()},
                                  std::source_location::current(),
-                                 "no kernel named '" + wanted + "' in library '" + s.label + "'; its kernels: " +
-                                     detail::kernelList([this] { return kernelNames(); }),
+                                 "no kernel named '" + wanted + "' in library '" + s.label +
+                                     "'; its kernels: " + detail::kernelList([this] { return kernelNames(); }),
                                  "C++ kernels have mangled names unless declared extern \"C\"");
     detail::check(r, "cuLibraryGetKernel", detail::Subject{.name = wanted.c_str()});
     CUfunction f = nullptr;

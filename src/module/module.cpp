@@ -13,8 +13,8 @@
 #include "module/module_state.hpp"
 
 #include <chrono>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 namespace cuctx {
@@ -116,10 +116,10 @@ std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const 
     if (r != CUDA_SUCCESS) {
         state->module = nullptr;
         const Subject s = moduleSubject(cs, label);
-        throwDriverError(r, "cuModuleLoadDataEx", s, std::source_location::current(),
-                         withLog(std::string("loading ") + imageKindName(kind) + " '" + label + "' failed",
-                                 jit.errorLog()),
-                         loadHint(r));
+        throwDriverError(
+            r, "cuModuleLoadDataEx", s, std::source_location::current(),
+            withLog(std::string("loading ") + imageKindName(kind) + " '" + label + "' failed", jit.errorLog()),
+            loadHint(r));
     }
     g_liveModules.fetch_add(1, std::memory_order_relaxed);
     state->infoLog = jit.infoLog();
@@ -149,8 +149,7 @@ std::vector<std::byte> readImageFile(const std::filesystem::path& path, const ch
         const std::string name = path.string();
         throwError(Errc::invalid_argument, call,
                    "cannot open '" + name + "': " + (std::filesystem::exists(path) ? "not readable" : "no such file"),
-                   "Check the path (relative paths start from the working directory)",
-                   Subject{.name = name.c_str()});
+                   "Check the path (relative paths start from the working directory)", Subject{.name = name.c_str()});
     }
     std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<std::byte> bytes(chars.size());

@@ -73,7 +73,7 @@ struct LibraryState {
 };
 
 struct FunctionData {
-    Context context;                  // declared first: outlives the owner below
+    Context context;                   // declared first: outlives the owner below
     std::shared_ptr<const void> owner; // the ModuleState or LibraryState that keeps the code loaded
     CUfunction function = nullptr;
     std::string name;
@@ -85,8 +85,8 @@ struct FunctionData {
 };
 
 /// Builds the Function of a kernel handle (reads its parameter layout where the driver can).
-Function makeFunction(const Context& context, std::shared_ptr<const void> owner, CUfunction function,
-                      std::string name, std::string label);
+Function makeFunction(const Context& context, std::shared_ptr<const void> owner, CUfunction function, std::string name,
+                      std::string label);
 
 /// The Subject of errors about a module or kernel: its label or name, in its context.
 Subject moduleSubject(const ContextState& context, const std::string& name) noexcept;

@@ -76,7 +76,8 @@ RankBinding bindRank(const std::map<std::string, std::string>& environment, int 
     }
     if (visibleDevices <= 0)
         detail::throwError(Errc::no_device, "cuctx::bindRank",
-                           "local rank " + std::to_string(b.localRank) + " (" + b.source + ") has no device to bind: the "
+                           "local rank " + std::to_string(b.localRank) + " (" + b.source +
+                               ") has no device to bind: the "
                                "driver sees none",
                            "Check nvidia-smi and CUDA_VISIBLE_DEVICES");
     std::vector<std::string> visible;
@@ -89,8 +90,8 @@ RankBinding bindRank(const std::map<std::string, std::string>& environment, int 
         b.ordinal = b.localRank;
     } else {
         detail::throwError(Errc::invalid_argument, "cuctx::bindRank",
-                           "local rank " + std::to_string(b.localRank) + " (" + b.source + ") has no device of its own: " +
-                               std::to_string(visibleDevices) + " visible" +
+                           "local rank " + std::to_string(b.localRank) + " (" + b.source +
+                               ") has no device of its own: " + std::to_string(visibleDevices) + " visible" +
                                (cvd != environment.end() ? " (CUDA_VISIBLE_DEVICES=" + cvd->second + ")" : ""),
                            "Start at most one process per GPU on each node, or give each rank its own device "
                            "through CUDA_VISIBLE_DEVICES (srun --gpus-per-task=1, mpirun -x)");

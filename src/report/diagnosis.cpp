@@ -4,8 +4,8 @@
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/module.hpp"
-#include "driver/fork_state.hpp"
 #include "driver/driver_api.hpp"
+#include "driver/fork_state.hpp"
 #include "report/report_format.hpp"
 
 #include <unistd.h>
@@ -69,11 +69,9 @@ void checkDriver(Findings& f, const Driver::Status& st)
               "CUDA " + detail::formatCudaVersion(st.driverVersion) + " driver loaded from " + st.resolvedPath);
         break;
     case Errc::driver_too_old:
-        f.add("driver", Severity::error, st.message,
-              "install an NVIDIA driver for CUDA 12.0 or newer");
+        f.add("driver", Severity::error, st.message, "install an NVIDIA driver for CUDA 12.0 or newer");
         break;
-    case Errc::forked_after_init:
-        break; // the fork check reports it
+    case Errc::forked_after_init: break; // the fork check reports it
     default:
         f.add("driver", Severity::error, st.message, "see the driver error above; nvidia-smi should work first");
         break;
@@ -133,9 +131,10 @@ void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions&
     if (st.loaded) {
         f.add("devices", Severity::ok, std::to_string(visible) + (visible == 1 ? " device" : " devices") + " visible");
     } else if (st.condition == Errc::no_device) {
-        std::string advice = cvd != nullptr ? "CUDA_VISIBLE_DEVICES=\"" + std::string(cvd) +
-                                                  "\" may hide them all: unset it or list valid devices"
-                                            : "check that nvidia-smi lists a GPU and that this user may open /dev/nvidia*";
+        std::string advice =
+            cvd != nullptr
+                ? "CUDA_VISIBLE_DEVICES=\"" + std::string(cvd) + "\" may hide them all: unset it or list valid devices"
+                : "check that nvidia-smi lists a GPU and that this user may open /dev/nvidia*";
         f.add("devices", Severity::error, "the driver sees no CUDA device", std::move(advice));
     }
 
@@ -161,7 +160,8 @@ void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions&
             problem = true;
             break; // the driver stops here too
         }
-        if (physical > 0 && e[0] != 'G' && e[0] != 'M' && std::strtoul(e.c_str(), nullptr, 10) >= static_cast<unsigned long>(physical)) {
+        if (physical > 0 && e[0] != 'G' && e[0] != 'M' &&
+            std::strtoul(e.c_str(), nullptr, 10) >= static_cast<unsigned long>(physical)) {
             f.add("visible-devices", Severity::warning,
                   "CUDA_VISIBLE_DEVICES entry " + e + " names no GPU (this machine has " + std::to_string(physical) +
                       ")",
@@ -188,13 +188,14 @@ void checkDriverVersion(Findings& f, const Driver::Status& st)
     if (st.driverVersion < headers)
         f.add("driver-version", Severity::warning,
               "the driver supports CUDA " + detail::formatCudaVersion(st.driverVersion) + ", older than the CUDA " +
-                  detail::formatCudaVersion(headers) + " headers cuctx was built with: newer features fail with "
-                                                     "CUDA_ERROR_NOT_SUPPORTED or fall back",
+                  detail::formatCudaVersion(headers) +
+                  " headers cuctx was built with: newer features fail with "
+                  "CUDA_ERROR_NOT_SUPPORTED or fall back",
               "update the NVIDIA driver to one for CUDA " + detail::formatCudaVersion(headers) + " or newer");
     else
         f.add("driver-version", Severity::ok,
-              "the driver (CUDA " + detail::formatCudaVersion(st.driverVersion) + ") is as new as cuctx's headers (CUDA " +
-                  detail::formatCudaVersion(headers) + ")");
+              "the driver (CUDA " + detail::formatCudaVersion(st.driverVersion) +
+                  ") is as new as cuctx's headers (CUDA " + detail::formatCudaVersion(headers) + ")");
 }
 
 void checkComputeModes(Findings& f)
@@ -204,7 +205,8 @@ void checkComputeModes(Findings& f)
         const int mode = d.nativeAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);
         const std::string which = "device " + std::to_string(d.ordinal());
         if (mode == CU_COMPUTEMODE_PROHIBITED) {
-            f.add("compute-mode", Severity::error, which + " is in compute mode Prohibited: no context can be made on it",
+            f.add("compute-mode", Severity::error,
+                  which + " is in compute mode Prohibited: no context can be made on it",
                   "nvidia-smi -i " + std::to_string(d.ordinal()) + " -c DEFAULT (as root), or use another device");
             any = true;
         } else if (mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS) {
@@ -224,7 +226,8 @@ void checkModuleLoading(Findings& f)
     const char* set = std::getenv("CUDA_MODULE_LOADING");
     if (mode == ModuleLoadingMode::eager)
         f.add("module-loading", Severity::note,
-              std::string("modules load eagerly") + (set != nullptr ? " (CUDA_MODULE_LOADING=" + std::string(set) + ")" : "") +
+              std::string("modules load eagerly") +
+                  (set != nullptr ? " (CUDA_MODULE_LOADING=" + std::string(set) + ")" : "") +
                   ": every kernel loads with its module, which costs start-up time and device memory",
               "unset CUDA_MODULE_LOADING (lazy is the default since CUDA 12.2) unless you need load-time errors");
     else if (mode == ModuleLoadingMode::lazy)
@@ -284,8 +287,7 @@ void checkJitCache(Findings& f)
     }
     std::error_code ec;
     const std::string where = dir.string() + (pathVar != nullptr ? " (CUDA_CACHE_PATH)" : " (the default)");
-    const std::string limitText =
-        detail::bytesText(limit) + (limitSet ? " (CUDA_CACHE_MAXSIZE)" : " (the default)");
+    const std::string limitText = detail::bytesText(limit) + (limitSet ? " (CUDA_CACHE_MAXSIZE)" : " (the default)");
     if (!fs::exists(dir, ec)) {
         fs::path parent = dir.parent_path();
         while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.parent_path())

@@ -3,9 +3,9 @@
 #include "context/context_state.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/version.hpp"
+#include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
 #include "report/json_writer.hpp"
-#include "driver/driver_api.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 

@@ -29,7 +29,8 @@ void writeDriverJson(JsonWriter& j, const Driver::Status& st)
     const bool answered = st.driverVersion != 0;
     j.key("driver").beginObject();
     j.key("version").value(answered ? std::optional<int>(st.driverVersion) : std::nullopt);
-    j.key("version_string").value(answered ? std::optional<std::string>(formatCudaVersion(st.driverVersion)) : std::nullopt);
+    j.key("version_string")
+        .value(answered ? std::optional<std::string>(formatCudaVersion(st.driverVersion)) : std::nullopt);
     j.key("requested_path").value(st.requestedPath);
     j.key("resolved_path").value(st.resolvedPath.empty() ? std::nullopt : std::optional<std::string>(st.resolvedPath));
     j.key("header_version").value(Driver::headerVersion());
@@ -55,7 +56,12 @@ void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& r)
     j.key("multiprocessors").value(p.multiprocessors);
     j.key("max_threads_per_block").value(p.maxThreadsPerBlock);
     j.key("max_threads_per_multiprocessor").value(p.maxThreadsPerMultiprocessor);
-    j.key("max_block_dim").beginArray().value(p.maxBlockDim[0]).value(p.maxBlockDim[1]).value(p.maxBlockDim[2]).endArray();
+    j.key("max_block_dim")
+        .beginArray()
+        .value(p.maxBlockDim[0])
+        .value(p.maxBlockDim[1])
+        .value(p.maxBlockDim[2])
+        .endArray();
     j.key("max_grid_dim").beginArray().value(p.maxGridDim[0]).value(p.maxGridDim[1]).value(p.maxGridDim[2]).endArray();
     j.key("warp_size").value(p.warpSize);
     j.key("registers_per_block").value(p.registersPerBlock);

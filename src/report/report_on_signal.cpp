@@ -70,7 +70,8 @@ ReportOnSignal::ReportOnSignal(int signal, Sink sink, ReportOptions options)
     if (::pipe2(pipe_, O_CLOEXEC) != 0) {
         const int e = errno;
         g_active.store(false);
-        detail::throwError(Errc::invalid_state, "cuctx::ReportOnSignal", std::string("pipe2 failed: ") + std::strerror(e));
+        detail::throwError(Errc::invalid_state, "cuctx::ReportOnSignal",
+                           std::string("pipe2 failed: ") + std::strerror(e));
     }
     ::fcntl(pipe_[1], F_SETFL, O_NONBLOCK); // the handler must never block
     try {

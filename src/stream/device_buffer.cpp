@@ -71,7 +71,8 @@ DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes)
 void DeviceBuffer::checkRange(const char* call, std::size_t bytes, std::size_t offset) const
 {
     if (owned_.get().address == 0)
-        detail::throwError(Errc::invalid_argument, call, "the DeviceBuffer is empty (default-constructed or moved from)");
+        detail::throwError(Errc::invalid_argument, call,
+                           "the DeviceBuffer is empty (default-constructed or moved from)");
     if (offset > owned_.get().bytes || bytes > owned_.get().bytes - offset)
         detail::throwError(Errc::invalid_argument, call,
                            std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
@@ -84,7 +85,8 @@ void DeviceBuffer::upload(const void* source, std::size_t bytes, std::size_t off
     checkRange("cuctx::DeviceBuffer::upload", bytes, offset);
     ContextGuard guard(owned_.context());
     const detail::DriverApi& d = detail::api();
-    detail::check(d.cuMemcpyHtoD(owned_.get().address + offset, source, bytes), "cuMemcpyHtoD", subjectOfContext(owned_.context()));
+    detail::check(d.cuMemcpyHtoD(owned_.get().address + offset, source, bytes), "cuMemcpyHtoD",
+                  subjectOfContext(owned_.context()));
     // From pageable memory the driver returns once it has staged the data, before the device has it:
     // wait for the legacy stream, so that work on any stream sees the upload.
     detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(owned_.context()));
@@ -130,8 +132,8 @@ void DeviceBuffer::copyFrom(const DeviceBuffer& source, const Stream& stream) co
                       "cuMemcpyDtoDAsync", subjectOfContext(owned_.context()));
         return;
     }
-    detail::check(d.cuMemcpyPeerAsync(owned_.get().address, owned_.context().native(), source.address(), source.owned_.context().native(),
-                                      source.bytes(), stream.native()),
+    detail::check(d.cuMemcpyPeerAsync(owned_.get().address, owned_.context().native(), source.address(),
+                                      source.owned_.context().native(), source.bytes(), stream.native()),
                   "cuMemcpyPeerAsync", subjectOfContext(owned_.context()));
 }
 
@@ -140,7 +142,8 @@ void DeviceBuffer::fill32(unsigned value) const
     checkRange("cuctx::DeviceBuffer::fill32", owned_.get().bytes, 0);
     ContextGuard guard(owned_.context());
     const detail::DriverApi& d = detail::api();
-    detail::check(d.cuMemsetD32(owned_.get().address, value, owned_.get().bytes / 4), "cuMemsetD32", subjectOfContext(owned_.context()));
+    detail::check(d.cuMemsetD32(owned_.get().address, value, owned_.get().bytes / 4), "cuMemsetD32",
+                  subjectOfContext(owned_.context()));
     // A memset of device memory may return before it is done: make it visible to every stream.
     detail::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", subjectOfContext(owned_.context()));
 }
@@ -150,8 +153,8 @@ void DeviceBuffer::fill32(unsigned value, const Stream& stream) const
     checkRange("cuctx::DeviceBuffer::fill32", owned_.get().bytes, 0);
     requireSameContext("cuctx::DeviceBuffer::fill32", owned_.context(), stream);
     ContextGuard guard(owned_.context());
-    detail::check(detail::api().cuMemsetD32Async(owned_.get().address, value, owned_.get().bytes / 4, stream.native()), "cuMemsetD32Async",
-                  subjectOfContext(owned_.context()));
+    detail::check(detail::api().cuMemsetD32Async(owned_.get().address, value, owned_.get().bytes / 4, stream.native()),
+                  "cuMemsetD32Async", subjectOfContext(owned_.context()));
 }
 
 IpcMemHandle DeviceBuffer::ipcHandle() const
@@ -159,7 +162,8 @@ IpcMemHandle DeviceBuffer::ipcHandle() const
     checkRange("cuctx::DeviceBuffer::ipcHandle", 0, 0);
     CUipcMemHandle h{};
     ContextGuard guard(owned_.context());
-    detail::check(detail::api().cuIpcGetMemHandle(&h, owned_.get().address), "cuIpcGetMemHandle", subjectOfContext(owned_.context()));
+    detail::check(detail::api().cuIpcGetMemHandle(&h, owned_.get().address), "cuIpcGetMemHandle",
+                  subjectOfContext(owned_.context()));
     IpcMemHandle out;
     std::memcpy(out.bytes.data(), h.reserved, sizeof h.reserved);
     out.size = owned_.get().bytes;

@@ -60,13 +60,13 @@ void Event::record(const Stream& stream) const
     ContextGuard guard(stream.context());
     const CUresult r = detail::api().cuEventRecord(owned_.get(), stream.native());
     if (r != CUDA_SUCCESS)
-        detail::throwDriverError(r, "cuEventRecord", detail::subjectOf(*detail::ContextAccess::state(stream.context())),
-                                 std::source_location::current(), "recording an event of " +
-                                     detail::describeContext(*detail::ContextAccess::state(owned_.context())) +
-                                     " on a stream of " +
-                                     detail::describeContext(*detail::ContextAccess::state(stream.context())),
-                                 "An event is recorded on a stream of its own context; other contexts wait on it "
-                                 "with Stream::wait");
+        detail::throwDriverError(
+            r, "cuEventRecord", detail::subjectOf(*detail::ContextAccess::state(stream.context())),
+            std::source_location::current(),
+            "recording an event of " + detail::describeContext(*detail::ContextAccess::state(owned_.context())) +
+                " on a stream of " + detail::describeContext(*detail::ContextAccess::state(stream.context())),
+            "An event is recorded on a stream of its own context; other contexts wait on it "
+            "with Stream::wait");
 }
 
 void Event::recordContext(const Context& context) const
@@ -127,8 +127,7 @@ IpcEventHandle Event::ipcHandle() const
 {
     requireEvent("cuctx::Event::ipcHandle");
     if (!interprocess_)
-        detail::throwError(Errc::invalid_argument, "cuctx::Event::ipcHandle",
-                           "the event was not created interprocess",
+        detail::throwError(Errc::invalid_argument, "cuctx::Event::ipcHandle", "the event was not created interprocess",
                            "Create it with EventOptions::interprocess = true (and timing off)");
     CUipcEventHandle h{};
     ContextGuard guard(owned_.context());

@@ -62,16 +62,15 @@ Stream::Stream(const Context& context, const StreamOptions& options)
     detail::ContextState& cs = detail::checkedState(context, "cuctx::Stream");
     const Context::StreamPriorityRange range = context.streamPriorityRange();
     if (options.priority > range.least || options.priority < range.greatest)
-        detail::throwError(Errc::invalid_argument, "cuctx::Stream",
-                           "priority " + std::to_string(options.priority) + " is outside this context's range, " +
-                               std::to_string(range.least) + " (lowest) to " + std::to_string(range.greatest) +
-                               " (highest)",
-                           "Use Context::streamPriorityRange(): lower numbers are higher priorities",
-                           detail::subjectOf(cs));
+        detail::throwError(
+            Errc::invalid_argument, "cuctx::Stream",
+            "priority " + std::to_string(options.priority) + " is outside this context's range, " +
+                std::to_string(range.least) + " (lowest) to " + std::to_string(range.greatest) + " (highest)",
+            "Use Context::streamPriorityRange(): lower numbers are higher priorities", detail::subjectOf(cs));
     ContextGuard guard(context);
     CUstream stream = nullptr;
     detail::check(detail::api().cuStreamCreateWithPriority(&stream, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0,
-                                                          options.priority),
+                                                           options.priority),
                   "cuStreamCreateWithPriority", detail::subjectOf(cs));
     owned_ = detail::ContextOwned<detail::StreamTraits>(context, stream);
     detail::g_liveStreams.fetch_add(1, std::memory_order_relaxed);

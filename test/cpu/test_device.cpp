@@ -33,7 +33,8 @@ TEST_CASE("devices are enumerated in ordinal order with their identity", "[devic
     CHECK(all[1].ordinal() == 1);
     CHECK(all[1].name() == "cuctx Fake GPU 1");
     CHECK(all[0].uuid() == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
-    CHECK(std::regex_match(all[1].uuid(), std::regex("GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")));
+    CHECK(std::regex_match(all[1].uuid(),
+                           std::regex("GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")));
     CHECK(all[1].pciBusId() == "0000:11:00.0");
     CHECK(all[0].computeCapability().major == 9);
     CHECK(all[0].totalMemory() == (80ull << 30));
@@ -119,6 +120,7 @@ TEST_CASE("a driver query that fails names the call and the device", "[device]")
         FAIL("no throw");
     } catch (const cuctx::Error& e) {
         CHECK(e.call() == "cuDeviceGetName");
-        CHECK_THAT(e.what(), Catch::Contains("cuDeviceGetName failed with CUDA_ERROR_INVALID_DEVICE (101) on device 1"));
+        CHECK_THAT(e.what(),
+                   Catch::Contains("cuDeviceGetName failed with CUDA_ERROR_INVALID_DEVICE (101) on device 1"));
     }
 }

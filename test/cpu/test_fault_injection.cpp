@@ -40,8 +40,7 @@ void workload(const std::string& ptx)
     Event e(a);
     DeviceBuffer in(a, 4096), out(p, 4096);
     in.fill32(1);
-    launch(f, {.grid = {1, 1, 1}, .block = {32, 1, 1}, .stream = s.native()}, out.address(), in.address(), 2.0f,
-           1024u);
+    launch(f, {.grid = {1, 1, 1}, .block = {32, 1, 1}, .stream = s.native()}, out.address(), in.address(), 2.0f, 1024u);
     e.record(s);
     sp.wait(e);
     out.copyFrom(in, sp);
@@ -116,7 +115,7 @@ struct Live {
 Live live()
 {
     return {cuctx_fake_live_contexts(), cuctx_fake_primary_refcount(0), cuctx_fake_live_modules(),
-            cuctx_fake_live_streams(), cuctx_fake_live_events(), cuctx_fake_live_allocations()};
+            cuctx_fake_live_streams(),  cuctx_fake_live_events(),       cuctx_fake_live_allocations()};
 }
 
 std::map<std::string, long> callCounts()
@@ -138,19 +137,18 @@ CUcontext current()
 
 // Calls whose failure can leave something of the driver's alive (it was asked to free it and said
 // no; or cuctx could not enter the context to free it in): a leak is then the driver's, not cuctx's.
-const std::set<std::string> kMayLeak = {"cuCtxDestroy",    "cuDevicePrimaryCtxRelease", "cuModuleUnload",
-                                        "cuStreamDestroy", "cuEventDestroy",            "cuMemFree",
-                                        "cuCtxPushCurrent", "cuCtxGetCurrent",          "cuGreenCtxDestroy"};
+const std::set<std::string> kMayLeak = {
+    "cuCtxDestroy", "cuDevicePrimaryCtxRelease", "cuModuleUnload",  "cuStreamDestroy",  "cuEventDestroy",
+    "cuMemFree",    "cuCtxPushCurrent",          "cuCtxGetCurrent", "cuGreenCtxDestroy"};
 
 } // namespace
 
-TEST_CASE("every driver call of a workload fails once, in turn: clear errors, the stack restored, no leaks",
-          "[faults]")
+TEST_CASE("every driver call of a workload fails once, in turn: clear errors, the stack restored, no leaks", "[faults]")
 {
     const std::string ptx = cuctx::test::readText(cuctx::test::testPtxPath());
     const auto previousLevel = cuctx::logLevel();
     cuctx::setLogLevel(cuctx::LogLevel::off); // destructors log what they cannot throw
-    (void)cuctx::Driver::load(); // loading's own calls are not part of the workload
+    (void)cuctx::Driver::load();              // loading's own calls are not part of the workload
     const Live baseline = live();
     const long liveStates = cuctx::detail::liveContexts();
     const cuctx::LiveObjects objects = cuctx::liveObjects();
@@ -195,8 +193,7 @@ TEST_CASE("every driver call of a workload fails once, in turn: clear errors, th
     cuctx::setLogLevel(previousLevel);
     std::string uncovered;
     for (const cuctx::detail::DriverEntry& entry : cuctx::detail::driverEntries())
-        if (after.at(entry.symbol) == before.at(entry.symbol) && after.at(entry.field) == before.at(entry.field))
-        {
+        if (after.at(entry.symbol) == before.at(entry.symbol) && after.at(entry.field) == before.at(entry.field)) {
             uncovered += ' ';
             uncovered += entry.field;
         }

@@ -14,7 +14,6 @@
 
 #include <cstring>
 
-
 TEST_CASE("a child forked after initialisation gets forked_after_init, before any driver call", "[fork]")
 {
     cuctx::test::FakeEnvironment env;

@@ -91,7 +91,9 @@ TEST_CASE("at trace level every switch is logged, including those the inline pat
 {
     cuctx::Context home = cuctx::Context::create(cuctx::Device::get(0));
     cuctx::Context other = cuctx::Context::create(cuctx::Device::get(0));
-    { cuctx::ContextGuard warm(other); } // the next switches to `other` qualify for the inline path
+    {
+        cuctx::ContextGuard warm(other);
+    } // the next switches to `other` qualify for the inline path
     auto captured = captureSwitches();
     const auto previous = cuctx::logLevel();
     cuctx::setLogLevel(cuctx::LogLevel::trace);
@@ -112,7 +114,9 @@ TEST_CASE("a guard whose scope spans a change of log level enters and leaves cle
 {
     cuctx::Context home = cuctx::Context::create(cuctx::Device::get(0));
     cuctx::Context other = cuctx::Context::create(cuctx::Device::get(0));
-    { cuctx::ContextGuard warm(other); } // `other` is now this thread's recent context
+    {
+        cuctx::ContextGuard warm(other);
+    } // `other` is now this thread's recent context
     const CUcontext before = cuctx::ContextStack::current();
     const std::size_t depth = cuctx::ContextStack::depth();
     auto captured = captureSwitches();

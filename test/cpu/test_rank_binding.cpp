@@ -40,8 +40,7 @@ TEST_CASE("no launcher: rank 0 on device 0", "[rank]")
     CHECK(b.describe() == "local rank 0 ((none)) -> device 0 of 2");
 }
 
-TEST_CASE("CUDA_VISIBLE_DEVICES: the ordinal indexes the visible list; one device per rank means ordinal 0",
-          "[rank]")
+TEST_CASE("CUDA_VISIBLE_DEVICES: the ordinal indexes the visible list; one device per rank means ordinal 0", "[rank]")
 {
     SECTION("several visible: the rank's entry")
     {

@@ -26,7 +26,9 @@ TEST_CASE("failNthCall makes the nth call of a driver entry fail, on the inline 
     }
     CHECK_NOTHROW(cuctx::Module::fromPtx(a, ptx)); // once only
 
-    { cuctx::ContextGuard warm(a); } // the next switch to `a` takes the inline path
+    {
+        cuctx::ContextGuard warm(a);
+    } // the next switch to `a` takes the inline path
     cuctx::testing::failNthCall("cuCtxPushCurrent", 1, CUDA_ERROR_INVALID_CONTEXT);
     CHECK_THROWS_WITH(cuctx::ContextGuard(a), Catch::Contains("cuCtxPushCurrent"));
     CHECK(cuctx::ContextStack::depth() == 0);

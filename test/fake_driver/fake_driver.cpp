@@ -28,7 +28,6 @@ namespace {
 constexpr std::size_t kTotalMemory = 80ull << 30;
 constexpr std::size_t kContextMemory = 512ull << 20;
 
-
 struct PrimaryState {
     int refcount = 0;
     unsigned flags = 0;
@@ -532,7 +531,8 @@ CUresult CUDAAPI fakeModuleGetLoadingMode(CUmoduleLoadingMode* mode)
     FAKE_ENTER("cuModuleGetLoadingMode");
     // As the real driver: lazy unless CUDA_MODULE_LOADING says EAGER.
     const char* loading = std::getenv("CUDA_MODULE_LOADING");
-    *mode = loading != nullptr && std::string_view(loading) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+    *mode =
+        loading != nullptr && std::string_view(loading) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
 
@@ -702,7 +702,7 @@ extern "C" {
 
 // The one symbol cuctx looks up with dlsym; everything else is reached through it.
 [[gnu::visibility("default")]] CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
-                                                                   cuuint64_t, CUdriverProcAddressQueryResult* found)
+                                                                    cuuint64_t, CUdriverProcAddressQueryResult* found)
 {
     State& s = state();
     {
@@ -719,7 +719,8 @@ extern "C" {
     // The newest ABI introduced at or before the requested version (driver-facts.md).
     const Export* best = nullptr;
     for (const Export& e : kExports)
-        if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion && (best == nullptr || e.version > best->version))
+        if (std::strcmp(e.symbol, symbol) == 0 && e.version <= cudaVersion &&
+            (best == nullptr || e.version > best->version))
             best = &e;
     for (std::span<const Export> table : {moduleExports(), streamExports()})
         for (const Export& e : table)

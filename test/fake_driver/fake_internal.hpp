@@ -37,10 +37,14 @@ void resetModules(); // under cuctx_fake_reset
 
 } // namespace fake
 
-#define FAKE_ENTER(...)                                                                            \
-    do {                                                                                           \
-        if (CUresult entered_ = ::fake::enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)              \
-            return entered_;                                                                       \
+#define FAKE_ENTER(...)                                                                                                \
+    do {                                                                                                               \
+        if (CUresult entered_ = ::fake::enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)                                  \
+            return entered_;                                                                                           \
     } while (0)
 
-#define FAKE_EXPORT(symbol, version, fn) ::fake::Export{symbol, version, reinterpret_cast<void*>(&fn)}
+#define FAKE_EXPORT(symbol, version, fn)                                                                               \
+    ::fake::Export                                                                                                     \
+    {                                                                                                                  \
+        symbol, version, reinterpret_cast<void*>(&fn)                                                                  \
+    }

@@ -47,7 +47,7 @@ struct FakeModule {
 struct Modules {
     std::mutex mutex;
     std::set<FakeModule*> live;
-    std::vector<std::unique_ptr<FakeModule>> all; // never freed: stale handles stay readable
+    std::vector<std::unique_ptr<FakeModule>> all;     // never freed: stale handles stay readable
     std::map<int, unsigned long long> lastJitOptions; // option -> value as passed in
     std::set<void*> allocations;
 };
@@ -210,7 +210,8 @@ CUresult loadImage(CUmodule* out, const void* image, unsigned count, CUjit_optio
             const auto line = std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n') + 1;
             writeLog(errorBuffer, errorSlot,
                      "ptxas application ptx input, line " + std::to_string(line) +
-                         "; error   : Not a name of any known instruction: 'bogus'\nptxas fatal   : Ptx assembly aborted due to errors");
+                         "; error   : Not a name of any known instruction: 'bogus'\nptxas fatal   : Ptx assembly "
+                         "aborted due to errors");
             writeLog(infoBuffer, infoSlot, "");
             return CUDA_ERROR_INVALID_PTX;
         }

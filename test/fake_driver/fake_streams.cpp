@@ -255,8 +255,8 @@ CUresult CUDAAPI fakeMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, C
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI fakeMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
-                                     size_t bytes, CUstream s)
+CUresult CUDAAPI fakeMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes,
+                                     CUstream s)
 {
     FAKE_ENTER("cuMemcpyPeerAsync");
     if (dstCtx == nullptr || srcCtx == nullptr || !liveStream(s))

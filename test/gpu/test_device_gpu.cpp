@@ -121,6 +121,6 @@ TEST_CASE("the primary context's state is read without creating it; memoryInfo b
     CHECK(info.total > 0);
     CHECK(info.free > 0);
     CHECK(info.free <= info.total);
-    CHECK(currentContext() == nullptr);                    // the stack is as it was
+    CHECK(currentContext() == nullptr);                     // the stack is as it was
     CHECK(d.primaryContextState().active == before.active); // the retain was released
 }

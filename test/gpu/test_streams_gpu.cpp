@@ -18,8 +18,8 @@
 #include <vector>
 
 using cuctx::Context;
-using cuctx::DeviceBuffer;
 using cuctx::Device;
+using cuctx::DeviceBuffer;
 using cuctx::Event;
 using cuctx::Module;
 using cuctx::Stream;
@@ -109,7 +109,8 @@ TEST_CASE("GPU: a 4-stage pipeline over 4 contexts computes the right output wit
         stages.push_back({contexts[s], [&, s](const Stream& stream, std::size_t item) {
                               if (s > 0)
                                   received[s][item].copyFrom(computed[s - 1][item], stream);
-                              scale(kernels[s], stream, computed[s][item], received[s][item], static_cast<float>(s + 2));
+                              scale(kernels[s], stream, computed[s][item], received[s][item],
+                                    static_cast<float>(s + 2));
                           }});
     cuctx::Pipeline pipeline(std::move(stages));
     for (std::size_t i = 0; i < items; ++i)
@@ -124,8 +125,7 @@ TEST_CASE("GPU: a 4-stage pipeline over 4 contexts computes the right output wit
     }
 }
 
-TEST_CASE("GPU: a child process sees the parent's buffer once the parent's interprocess event completes",
-          "[gpu][ipc]")
+TEST_CASE("GPU: a child process sees the parent's buffer once the parent's interprocess event completes", "[gpu][ipc]")
 {
     constexpr std::size_t n = 1 << 20;
     Context ctx = Context::primary(Device::get(0)); // IPC memory handles need the device's primary context

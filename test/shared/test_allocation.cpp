@@ -56,12 +56,11 @@ TEST_CASE("entering and leaving guards allocates nothing, switching or not", "[g
     t_allocations = 0;
     t_counting = true;
     for (int i = 0; i < 1000; ++i) {
-        ContextGuard ga(a);                // switching
-        ContextGuard again(a);             // elided
-        ContextGuard gb(b);                // switching again, on top
+        ContextGuard ga(a);    // switching
+        ContextGuard again(a); // elided
+        ContextGuard gb(b);    // switching again, on top
     }
     t_counting = false;
     CHECK(t_allocations == 0);
     CHECK(cuctx::ContextStack::depth() == 0);
 }
-

@@ -177,7 +177,9 @@ TEST_CASE("a guard on an empty handle is a clear error", "[guard]")
     // Also once this thread has a recent context, and after that context is gone: the inline paths
     // must not take an empty handle for it.
     Context recent = Context::create(Device::get(0));
-    { ContextGuard warm(recent); }
+    {
+        ContextGuard warm(recent);
+    }
     CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
     recent.reset();
     CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
@@ -529,8 +531,7 @@ TEST_CASE("a new context at a destroyed one's address is never mistaken for it",
     CHECK(rawCurrent() == nullptr);
 }
 
-TEST_CASE("a context destroyed on one thread leaves no stale fast path on another that used it",
-          "[guard][registry]")
+TEST_CASE("a context destroyed on one thread leaves no stale fast path on another that used it", "[guard][registry]")
 {
     // The worker switches to a context (its recent one), the main thread destroys it and makes new
     // ones, likely at the same address; the worker's next guards must count their use on the new

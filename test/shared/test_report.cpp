@@ -160,8 +160,8 @@ TEST_CASE("the report's text and JSON say the same", "[report]")
 TEST_CASE("diagnose finds nothing wrong with a working driver, and reports each check", "[report]")
 {
     const std::vector<cuctx::Finding> findings = cuctx::diagnose();
-    for (const char* check : {"driver", "loader-path", "devices", "visible-devices", "driver-version",
-                              "compute-mode", "module-loading", "jit-cache", "fork"}) {
+    for (const char* check : {"driver", "loader-path", "devices", "visible-devices", "driver-version", "compute-mode",
+                              "module-loading", "jit-cache", "fork"}) {
         INFO(check);
         bool found = false;
         for (const cuctx::Finding& f : findings)

@@ -20,8 +20,8 @@
 #include <vector>
 
 using cuctx::Context;
-using cuctx::DeviceBuffer;
 using cuctx::Device;
+using cuctx::DeviceBuffer;
 using cuctx::Errc;
 using cuctx::Event;
 using cuctx::Stream;

@@ -31,7 +31,8 @@ inline double msSince(Clock::time_point t0)
 }
 
 // Keeps the compiler from removing a loop body.
-template <typename T> void keep(T&& value)
+template <typename T>
+void keep(T&& value)
 {
     asm volatile("" : : "g"(&value) : "memory");
 }
@@ -85,11 +86,10 @@ inline void print(const std::vector<Row>& rows, bool csv)
                         r.target.c_str(), r.met ? "yes" : "no");
         return;
     }
-    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target",
-                "met");
+    std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
     for (const Row& r : rows)
-        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(),
-                    r.ratio, r.target.c_str(), r.met ? "yes" : "NO");
+        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+                    r.target.c_str(), r.met ? "yes" : "NO");
 }
 
 inline std::string ns(double v)
@@ -114,8 +114,7 @@ struct Flag {
 
 /// Parses argv into `flags`; a word that is no flag goes to `positional` where one is given.
 /// False on anything else (the caller prints its usage).
-inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
-                       std::string* positional = nullptr)
+inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags, std::string* positional = nullptr)
 {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -136,8 +135,7 @@ inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
         if (i + 1 >= argc)
             return false;
         const long value = std::atol(argv[++i]);
-        std::visit([value](auto* t) { *t = static_cast<std::remove_pointer_t<decltype(t)>>(value); },
-                   flag->target);
+        std::visit([value](auto* t) { *t = static_cast<std::remove_pointer_t<decltype(t)>>(value); }, flag->target);
     }
     return true;
 }

@@ -26,7 +26,7 @@ using namespace cuctx::bench;
 
 struct Options {
     int threads = 16;
-    long tasks = 1'000'000;      // per thread, for the shared-context runs
+    long tasks = 1'000'000;   // per thread, for the shared-context runs
     long iterations = 50'000; // per timed run of a single-thread loop
     int rounds = 201;         // pairs of runs (raw and cuctx) per single-thread comparison
     bool csv = false;
@@ -68,11 +68,10 @@ int main(int argc, char** argv)
                     shared.cuctx / shared.raw >= 50});
 
     if (!o.csv)
-        std::printf(
-            "cuctx-bench-contexts: %s, driver %d, %d pairs of runs of %ld iterations, %d threads x %ld tasks, "
-            "asymmetric fence: %s, single-thread runs %s\n\n",
-            device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.tasks,
-            cuctx::detail::fenceModeName(), g.pinned ? "pinned to one CPU" : "not pinned");
+        std::printf("cuctx-bench-contexts: %s, driver %d, %d pairs of runs of %ld iterations, %d threads x %ld tasks, "
+                    "asymmetric fence: %s, single-thread runs %s\n\n",
+                    device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.tasks,
+                    cuctx::detail::fenceModeName(), g.pinned ? "pinned to one CPU" : "not pinned");
     print(rows, o.csv);
     return 0;
 }

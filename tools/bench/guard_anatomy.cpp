@@ -30,7 +30,8 @@ namespace {
 //   V1  the copy itself, nothing left out
 //   V2  without the frame link (no `below`, top.frame left alone, no on-top check at exit)
 //   V3  the use count alone around the driver's calls: the floor of counting
-template <int V> struct G {
+template <int V>
+struct G {
     d::Frame f;
     [[gnu::always_inline]] explicit G(d::ContextState* state)
     {
@@ -69,8 +70,8 @@ template <int V> struct G {
         if (linked && top.frame != &f) [[unlikely]]
             __builtin_trap();
         CUcontext popped = nullptr;
-        if (d::g_pop.load(std::memory_order_relaxed)(&popped) != CUDA_SUCCESS || popped != f.state->handle)
-            [[unlikely]] __builtin_trap();
+        if (d::g_pop.load(std::memory_order_relaxed)(&popped) != CUDA_SUCCESS || popped != f.state->handle) [[unlikely]]
+            __builtin_trap();
         if (linked)
             top.frame = f.below;
         const std::uint32_t after = f.uses->load(std::memory_order_relaxed) - 1;
@@ -83,7 +84,8 @@ template <int V> struct G {
     }
 };
 
-template <int V> [[gnu::noinline]] void copyLoop(d::ContextState* state, long n)
+template <int V>
+[[gnu::noinline]] void copyLoop(d::ContextState* state, long n)
 {
     for (long i = 0; i < n; ++i) {
         G<V> g(state);

@@ -166,7 +166,8 @@ SharedCosts measureShared(const Context& shared, int threads, long tasks, bool o
             d.cuCtxPopCurrent(&popped);
         }
     };
-    c.raw = aggregateOps(threads, tasks, [] {}, [&](long n) { rawPairs(sharedHandle, n); }, [] {});
+    c.raw = aggregateOps(
+        threads, tasks, [] {}, [&](long n) { rawPairs(sharedHandle, n); }, [] {});
     c.cuctx = aggregateOps(
         threads, tasks, [&] { ContextStack::adopt(shared); },
         [&](long n) {

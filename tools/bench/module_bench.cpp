@@ -47,9 +47,8 @@ int main(int argc, char** argv)
                      {"--loads", &o.loads},
                      {"--csv", &o.csv}},
                     &o.ptx)) {
-        std::fprintf(
-            stderr,
-            "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--csv] [PTX]\n");
+        std::fprintf(stderr,
+                     "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--csv] [PTX]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-modules"))

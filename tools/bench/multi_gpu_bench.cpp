@@ -34,10 +34,10 @@ using namespace cuctx;
 using namespace cuctx::bench;
 
 struct Options {
-    std::size_t megabytes = 256; // per peer copy
-    int copies = 10;             // per pair and method; the best counts
+    std::size_t megabytes = 256;    // per peer copy
+    int copies = 10;                // per pair and method; the best counts
     unsigned iterations = 1u << 20; // FMA iterations per thread of the compute kernel
-    int launches = 8;            // compute launches per device
+    int launches = 8;               // compute launches per device
     bool csv = false;
 };
 
@@ -89,8 +89,8 @@ int rankWorker()
     probe.fill32(static_cast<unsigned>(b.localRank));
     const auto values = probe.download<unsigned>();
     const std::vector<int> stray = strayPrimaryContexts(b.ordinal);
-    std::fprintf(stderr, "rank %d (%s): device %d of %d, %s, stray primary contexts: %zu\n", b.localRank, b.source.c_str(),
-                b.ordinal, b.visibleDevices, Device::get(b.ordinal).uuid().c_str(), stray.size());
+    std::fprintf(stderr, "rank %d (%s): device %d of %d, %s, stray primary contexts: %zu\n", b.localRank,
+                 b.source.c_str(), b.ordinal, b.visibleDevices, Device::get(b.ordinal).uuid().c_str(), stray.size());
     if (values.front() != static_cast<unsigned>(b.localRank))
         return 4;
     return stray.empty() ? 0 : 3;
@@ -197,11 +197,9 @@ int main(int argc, char** argv)
     if (argc == 2 && std::strcmp(argv[1], "--rank-worker") == 0)
         return rankWorker();
     Options o;
-    if (!parseFlags(argc, argv,
-                    {{"--megabytes", &o.megabytes},
-                     {"--copies", &o.copies},
-                     {"--launches", &o.launches},
-                     {"--csv", &o.csv}})) {
+    if (!parseFlags(
+            argc, argv,
+            {{"--megabytes", &o.megabytes}, {"--copies", &o.copies}, {"--launches", &o.launches}, {"--csv", &o.csv}})) {
         std::fprintf(stderr, "usage: cuctx-bench-multi-gpu [--megabytes N] [--copies N] [--launches N] [--csv]\n");
         return 2;
     }

@@ -60,9 +60,8 @@ int main(int argc, char** argv)
                      {"--floats", &o.floats},
                      {"--repeats", &o.repeats},
                      {"--csv", &o.csv}})) {
-        std::fprintf(
-            stderr,
-            "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]\n");
+        std::fprintf(stderr,
+                     "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-pipeline"))
@@ -86,10 +85,9 @@ int main(int argc, char** argv)
         s.received[0][item].fill32(0x3f800000u); // 1.0f
     std::vector<Pipeline::Stage> stages;
     for (int i = 0; i < o.stages; ++i)
-        stages.push_back(
-            {s.contexts[static_cast<std::size_t>(i)], [&, i](const Stream& stream, std::size_t item) {
-                 stageWork(s, static_cast<std::size_t>(i), stream, item, o.floats);
-             }});
+        stages.push_back({s.contexts[static_cast<std::size_t>(i)], [&, i](const Stream& stream, std::size_t item) {
+                              stageWork(s, static_cast<std::size_t>(i), stream, item, o.floats);
+                          }});
     Pipeline pipeline(std::move(stages));
 
     double chained = 1e300, synced = 1e300;
@@ -102,8 +100,7 @@ int main(int argc, char** argv)
         t0 = Clock::now();
         for (std::size_t item = 0; item < o.items; ++item)
             for (int i = 0; i < o.stages; ++i) {
-                stageWork(s, static_cast<std::size_t>(i), pipeline.stream(static_cast<std::size_t>(i)), item,
-                          o.floats);
+                stageWork(s, static_cast<std::size_t>(i), pipeline.stream(static_cast<std::size_t>(i)), item, o.floats);
                 pipeline.stream(static_cast<std::size_t>(i)).synchronize(); // the host waits for each stage
             }
         const double b = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -122,13 +119,12 @@ int main(int argc, char** argv)
     std::snprintf(ra, sizeof ra, "%.2f ms", synced);
     std::snprintf(rb, sizeof rb, "%.2f ms", chained);
     if (!o.csv)
-        std::printf(
-            "cuctx-bench-pipeline: %s, %d stages on %d contexts over %d device(s), %zu items of %zu floats "
-            "(best of %d);\n"
-            "the first column synchronises the host after every stage, the second chains the stages by "
-            "events\n\n",
-            device.name().c_str(), o.stages, o.stages, std::min(o.stages, Device::count()), o.items, o.floats,
-            o.repeats);
+        std::printf("cuctx-bench-pipeline: %s, %d stages on %d contexts over %d device(s), %zu items of %zu floats "
+                    "(best of %d);\n"
+                    "the first column synchronises the host after every stage, the second chains the stages by "
+                    "events\n\n",
+                    device.name().c_str(), o.stages, o.stages, std::min(o.stages, Device::count()), o.items, o.floats,
+                    o.repeats);
     print({Row{wrong == 0 ? "pipeline: events vs host sync" : "pipeline: WRONG RESULTS", ra, rb, synced / chained,
                "correct, faster", wrong == 0 && chained <= synced}},
           o.csv);

@@ -2,8 +2,8 @@
 // machine, raw driver against cuctx in the same run (docs/schema/inspect-bench.schema.json).
 
 #include "command_line.hpp"
-#include "measure.hpp"
 #include "driver/driver_api.hpp"
+#include "measure.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 
@@ -66,8 +66,8 @@ std::vector<Row> measure(const CommandLine& c, const Settings& s)
     rows.push_back({"module load / cuctx cache hit", "us", m.load / 1e3, m.hit / 1e3});
     const LifetimeCosts t = measureLifetimes(device, 3);
     rows.push_back({"context create+destroy", "ms", t.rawCreateDestroy / 1e6, t.cuctxCreateDestroy / 1e6});
-    rows.push_back({"primary retain+release (warm)", "us", t.rawPrimaryRetainRelease / 1e3,
-                    t.cuctxPrimaryRetainRelease / 1e3});
+    rows.push_back(
+        {"primary retain+release (warm)", "us", t.rawPrimaryRetainRelease / 1e3, t.cuctxPrimaryRetainRelease / 1e3});
     return rows;
 }
 
@@ -100,8 +100,8 @@ void printCsv(const std::vector<Row>& rows)
     for (const Row& r : rows) {
         const auto speedup = r.speedup();
         // RFC 4180: a name is quoted (some hold commas).
-        std::printf("\"%s\",%s,%.4f,%s,%s\n", r.name.c_str(), r.unit, r.raw, r.cuctx ? std::to_string(*r.cuctx).c_str() : "",
-                    speedup ? std::to_string(*speedup).c_str() : "");
+        std::printf("\"%s\",%s,%.4f,%s,%s\n", r.name.c_str(), r.unit, r.raw,
+                    r.cuctx ? std::to_string(*r.cuctx).c_str() : "", speedup ? std::to_string(*speedup).c_str() : "");
     }
 }
 
@@ -137,9 +137,11 @@ int runBench(const CommandLine& c)
         deviceName = Device::get(c.device).name();
         rows = measure(c, s);
     } catch (const Error& e) {
-        return reportFailure(c, outcomeFor(e.condition()), e.what(), [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
+        return reportFailure(c, outcomeFor(e.condition()), e.what(),
+                             [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
     } catch (const std::runtime_error& e) { // a raw driver call of the measurement failed
-        return reportFailure(c, outcomeFor(Errc::driver_error), e.what(), [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
+        return reportFailure(c, outcomeFor(Errc::driver_error), e.what(),
+                             [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
     }
     if (c.json) {
         printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, rows, s, c.device); });

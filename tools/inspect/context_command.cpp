@@ -44,9 +44,9 @@ struct ContextReport {
     std::vector<std::optional<std::size_t>> limits; // kLimits' order; nothing where the driver refuses
     Context::StreamPriorityRange priorities;
     CUfunc_cache cacheConfig = CU_FUNC_CACHE_PREFER_NONE;
-    Device::MemoryInfo memory;   // while the context exists
-    double firstContextMs = 0;   // the probe: the first context this process made on the device
-    double createMs = 0;         // the inspected context
+    Device::MemoryInfo memory; // while the context exists
+    double firstContextMs = 0; // the probe: the first context this process made on the device
+    double createMs = 0;       // the inspected context
     double destroyMs = 0;
     std::optional<std::size_t> memoryCost; // what free memory lost when it was made
 };
@@ -178,8 +178,8 @@ void printTable(const ContextReport& r)
     row("flags", std::string(hex) + " (" + flags + ")");
     for (std::size_t i = 0; i < std::size(kLimits); ++i)
         row(kLimits[i].name, r.limits[i] ? std::to_string(*r.limits[i]) : "not supported");
-    row("stream priorities", std::to_string(r.priorities.greatest) + " (greatest) to " +
-                                 std::to_string(r.priorities.least) + " (least)");
+    row("stream priorities",
+        std::to_string(r.priorities.greatest) + " (greatest) to " + std::to_string(r.priorities.least) + " (least)");
     row("cache configuration", cacheConfigName(r.cacheConfig));
     row("memory while it exists", detail::gibText(r.memory.free) + " free of " + detail::gibText(r.memory.total));
     std::printf("\ncost\n");
@@ -203,7 +203,8 @@ int runContext(const CommandLine& c)
     try {
         r = inspect(c);
     } catch (const Error& e) {
-        return reportFailure(c, outcomeFor(e.condition()), e.what(), [&](JsonWriter& j) { writeMembers(j, c, nullptr); });
+        return reportFailure(c, outcomeFor(e.condition()), e.what(),
+                             [&](JsonWriter& j) { writeMembers(j, c, nullptr); });
     }
     if (c.json) {
         printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, c, &r); });

@@ -82,11 +82,12 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
     for (const DeviceSnapshot& r : devices)
         nameWidth = std::max(nameWidth, r.properties.name.size());
     nameWidth = std::min<std::size_t>(nameWidth, 24);
-    std::printf("%-2s  %-*s  %-4s  %4s  %10s  %10s  %-12s  %s\n", "#", static_cast<int>(nameWidth), "Name", "CC",
-                "SMs", "Memory", "Free", "Bus id", "Primary");
+    std::printf("%-2s  %-*s  %-4s  %4s  %10s  %10s  %-12s  %s\n", "#", static_cast<int>(nameWidth), "Name", "CC", "SMs",
+                "Memory", "Free", "Bus id", "Primary");
     for (const DeviceSnapshot& r : devices) {
         const DeviceProperties& p = r.properties;
-        const std::string cc = std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor);
+        const std::string cc =
+            std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor);
         std::printf("%-2d  %-*.*s  %-4s  %4d  %10s  %10s  %-12s  %s\n", p.ordinal, static_cast<int>(nameWidth),
                     static_cast<int>(nameWidth), p.name.c_str(), cc.c_str(), p.multiprocessors,
                     gibText(p.totalMemory).c_str(), r.freeMemory ? gibText(*r.freeMemory).c_str() : "-",

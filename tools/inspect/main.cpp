@@ -21,7 +21,7 @@ struct Command {
     int (*run)(const CommandLine&);
     const char* synopsis; // after "cuctx-inspect NAME"
     const char* summary;
-    const char* options;  // its own options, one per line
+    const char* options; // its own options, one per line
 };
 
 const Command kCommands[] = {
@@ -50,12 +50,11 @@ const char* const kCommon = "  --json          machine-readable output (docs/sch
                             "  -v, --verbose   everything, not only the table\n"
                             "  -h, --help      this text; --version: cuctx's version\n";
 
-const char* const kFooter =
-    "\nEnvironment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES,\n"
-    "CUCTX_LOG_LEVEL, NO_COLOR.\n"
-    "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
-    "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
-    "9 the module did not load, 10 doctor found warnings, 11 doctor found errors.\n";
+const char* const kFooter = "\nEnvironment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES,\n"
+                            "CUCTX_LOG_LEVEL, NO_COLOR.\n"
+                            "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
+                            "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
+                            "9 the module did not load, 10 doctor found warnings, 11 doctor found errors.\n";
 
 const Command* find(std::string_view name)
 {

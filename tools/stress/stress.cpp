@@ -122,10 +122,7 @@ private:
 
 class Worker {
 public:
-    Worker(Shared& shared, unsigned index)
-        : s_(shared), rng_(shared.options.seed * 1000003u + index), index_(index)
-    {
-    }
+    Worker(Shared& shared, unsigned index) : s_(shared), rng_(shared.options.seed * 1000003u + index), index_(index) {}
 
     void run()
     {
@@ -206,8 +203,8 @@ private:
         }
         case opModule: {
             const std::size_t i = rng_() % s_.contexts.size();
-            const Module m = Module::cached(s_.contexts[i], std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())),
-                                            {}, "stress");
+            const Module m =
+                Module::cached(s_.contexts[i], std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
             if (firstModules_.empty())
                 firstModules_.resize(s_.contexts.size());
             if (firstModules_[i] == nullptr)
@@ -219,10 +216,11 @@ private:
         case opLaunch: launchChecked(anyContext()); break;
         case opWait: waitAcross(); break;
         case opChurn: {
-            const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      Clock::now().time_since_epoch()).count();
+            const long long now =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
             long long last = s_.lastChurnNs.load();
-            if (now - last < s_.options.churnIntervalMs * 1'000'000LL || !s_.lastChurnNs.compare_exchange_strong(last, now))
+            if (now - last < s_.options.churnIntervalMs * 1'000'000LL ||
+                !s_.lastChurnNs.compare_exchange_strong(last, now))
                 break; // another thread churned recently
             Context fresh = Context::create(Device::get(0));
             std::lock_guard lock(s_.churnMutex);
@@ -322,8 +320,7 @@ private:
         if (resources_.size() < s_.contexts.size())
             resources_.resize(s_.contexts.size());
         if (!resources_[i]) {
-            const Module m =
-                Module::cached(ctx, std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
+            const Module m = Module::cached(ctx, std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
             resources_[i] = std::make_unique<Resources>(Resources{Stream(ctx), Event(ctx), DeviceBuffer(ctx, kBytes),
                                                                   DeviceBuffer(ctx, kBytes), m.function("scale"),
                                                                   m.function("empty")});
@@ -474,12 +471,13 @@ int main(int argc, char** argv)
         for (int k = 0; k < opCount; ++k)
             std::printf("%s\n    \"%s\": {\"operations\": %ld, \"per_second\": %.1f}", k ? "," : "", kOpNames[k],
                         s.done[k].load(), static_cast<double>(s.done[k].load()) / seconds);
-        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"violations\": %ld,\n  \"messages\": [",
-                    s.churned.load(), s.violations.load());
+        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"violations\": %ld,\n  \"messages\": [", s.churned.load(),
+                    s.violations.load());
         for (std::size_t i = 0; i < s.messages.size(); ++i) {
             std::string m;
             for (char c : s.messages[i])
-                m += (c == '"' || c == '\\') ? std::string("\\") + c : (c == '\n' ? std::string("\\n") : std::string(1, c));
+                m += (c == '"' || c == '\\') ? std::string("\\") + c
+                                             : (c == '\n' ? std::string("\\n") : std::string(1, c));
             std::printf("%s\n    \"%s\"", i ? "," : "", m.c_str());
         }
         std::printf("%s]\n}\n", s.messages.empty() ? "" : "\n  ");

@@ -24,9 +24,9 @@ struct ContextState {
     CUcontext handle = nullptr;
     CUdevice device = 0;
     int ordinal = -1;
-    std::uint64_t id = 0;        // cuCtxGetId, 0 where the driver lacks it
+    std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
     ContextKind kind = ContextKind::created;
-    CUgreenCtx green = nullptr;  // for kind == green
+    CUgreenCtx green = nullptr; // for kind == green
 
     // What a thread's last use of the context must do beyond counting, in one byte so that a
     // switching guard's exit reads it once: kOrphaned (no handle left: the last use may destroy it),
