@@ -1,0 +1,250 @@
+// cuctx-bench-switching: ContextGuard against the raw driver in the switching patterns users have,
+// not only the one context entered again and again. Every pattern runs the same sequence of
+// contexts three ways in the same process: the raw cuCtxPushCurrent + cuCtxPopCurrent pair, a
+// minimal guard that pushes and pops and checks nothing (the floor any design must stay near), and
+// cuctx::ContextGuard. Single-thread figures are the median of pairs of short runs side by side
+// (compareLoops); one iteration is one context entered and left.
+//
+//   same        one created context, again and again
+//   alternate   two created contexts, A B A B ...
+//   round-robin four created contexts in turn
+//   random      eight created contexts in a fixed random order
+//   nested      three created contexts entered inside each other (A { B { C } })
+//   mixed       the primary context and two created ones, P A P B ...
+//   N threads   each thread rotating over 2, 4 and 8 shared contexts, a guard per task (aggregate)
+//
+// usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--tasks N] [--csv]
+
+#include "bench_common.hpp"
+#include "cuctx/cuctx.hpp"
+#include "driver/driver_state.hpp"
+#include "measure.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace cuctx::bench;
+
+struct Options {
+    long iterations = 20'000; // contexts entered per timed run
+    int rounds = 101;         // pairs of runs per comparison
+    int threads = 16;
+    long tasks = 200'000; // per thread, for the multi-thread patterns
+    bool csv = false;
+};
+
+constexpr std::size_t kSequenceLength = 4096; // a power of two: the loops index it with a mask
+
+// A guard that pushes and pops and checks nothing: what the driver alone costs through a scope.
+class MinimalGuard {
+public:
+    explicit MinimalGuard(CUcontext context) { cuctx::detail::api().cuCtxPushCurrent(context); }
+    ~MinimalGuard()
+    {
+        CUcontext popped = nullptr;
+        cuctx::detail::api().cuCtxPopCurrent(&popped);
+    }
+    MinimalGuard(const MinimalGuard&) = delete;
+    MinimalGuard& operator=(const MinimalGuard&) = delete;
+};
+
+struct Pattern {
+    std::string name;
+    std::vector<std::size_t> sequence; // indices into the contexts, kSequenceLength of them
+};
+
+std::vector<std::size_t> repeated(std::initializer_list<std::size_t> cycle)
+{
+    std::vector<std::size_t> s;
+    while (s.size() < kSequenceLength)
+        for (std::size_t i : cycle)
+            s.push_back(i);
+    s.resize(kSequenceLength);
+    return s;
+}
+
+std::vector<std::size_t> shuffled(std::size_t first, std::size_t count)
+{
+    std::mt19937 random(20261203);
+    std::uniform_int_distribution<std::size_t> pick(first, first + count - 1);
+    std::vector<std::size_t> s(kSequenceLength);
+    for (auto& i : s)
+        i = pick(random);
+    return s;
+}
+
+struct Figures {
+    Comparison cuctx; // raw pair (first) against ContextGuard (second)
+    Comparison floor; // raw pair (first) against the minimal guard (second)
+};
+
+Figures comparePattern(const std::vector<cuctx::Context>& contexts, const std::vector<std::size_t>& sequence,
+                       const Options& o)
+{
+    const auto& d = cuctx::detail::api();
+    std::vector<CUcontext> handles;
+    for (const auto& c : contexts)
+        handles.push_back(c.native());
+    std::vector<CUcontext> rawSequence;
+    std::vector<const cuctx::Context*> guardSequence;
+    for (std::size_t i : sequence) {
+        rawSequence.push_back(handles[i]);
+        guardSequence.push_back(&contexts[i]);
+    }
+    constexpr std::size_t mask = kSequenceLength - 1;
+    auto raw = [&](long n) {
+        CUcontext popped = nullptr;
+        for (long i = 0; i < n; ++i) {
+            d.cuCtxPushCurrent(rawSequence[static_cast<std::size_t>(i) & mask]);
+            d.cuCtxPopCurrent(&popped);
+        }
+        keep(popped);
+    };
+    auto guards = [&](long n) {
+        for (long i = 0; i < n; ++i)
+            cuctx::ContextGuard g(*guardSequence[static_cast<std::size_t>(i) & mask]);
+    };
+    auto minimal = [&](long n) {
+        for (long i = 0; i < n; ++i)
+            MinimalGuard g(rawSequence[static_cast<std::size_t>(i) & mask]);
+    };
+    return {compareLoops(o.iterations, o.rounds, raw, guards), compareLoops(o.iterations, o.rounds, raw, minimal)};
+}
+
+// A { B { C } }: three contexts entered per iteration, reported per context entered.
+Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options& o)
+{
+    const auto& d = cuctx::detail::api();
+    const CUcontext a = contexts[0].native(), b = contexts[1].native(), c = contexts[2].native();
+    auto raw = [&](long n) {
+        CUcontext popped = nullptr;
+        for (long i = 0; i < n; i += 3) {
+            d.cuCtxPushCurrent(a);
+            d.cuCtxPushCurrent(b);
+            d.cuCtxPushCurrent(c);
+            d.cuCtxPopCurrent(&popped);
+            d.cuCtxPopCurrent(&popped);
+            d.cuCtxPopCurrent(&popped);
+        }
+        keep(popped);
+    };
+    auto guards = [&](long n) {
+        for (long i = 0; i < n; i += 3) {
+            cuctx::ContextGuard ga(contexts[0]);
+            cuctx::ContextGuard gb(contexts[1]);
+            cuctx::ContextGuard gc(contexts[2]);
+        }
+    };
+    auto minimal = [&](long n) {
+        for (long i = 0; i < n; i += 3) {
+            MinimalGuard ga(a);
+            MinimalGuard gb(b);
+            MinimalGuard gc(c);
+        }
+    };
+    return {compareLoops(o.iterations, o.rounds, raw, guards), compareLoops(o.iterations, o.rounds, raw, minimal)};
+}
+
+// `threads` threads, each entering the shared contexts in turn from its own starting point, a
+// guard (or the raw pair) around each task. Aggregate operations per second.
+std::pair<double, double> compareThreads(const std::vector<cuctx::Context>& shared, const Options& o)
+{
+    const auto& d = cuctx::detail::api();
+    const std::size_t k = shared.size();
+    std::atomic<std::size_t> nextStart{0};
+    thread_local std::size_t start = 0;
+    auto setUp = [&] { start = nextStart.fetch_add(1); };
+    const double raw = aggregateOps(
+        o.threads, o.tasks, setUp,
+        [&](long n) {
+            CUcontext popped = nullptr;
+            for (long i = 0; i < n; ++i) {
+                d.cuCtxPushCurrent(shared[(start + static_cast<std::size_t>(i)) % k].native());
+                keep(i);
+                d.cuCtxPopCurrent(&popped);
+            }
+        },
+        [] {});
+    const double guarded = aggregateOps(
+        o.threads, o.tasks, setUp,
+        [&](long n) {
+            for (long i = 0; i < n; ++i) {
+                cuctx::ContextGuard g(shared[(start + static_cast<std::size_t>(i)) % k]);
+                keep(g);
+            }
+        },
+        [] {});
+    return {raw, guarded};
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    if (!parseFlags(argc, argv,
+                    {{"--iterations", &o.iterations},
+                     {"--rounds", &o.rounds},
+                     {"--threads", &o.threads},
+                     {"--tasks", &o.tasks},
+                     {"--csv", &o.csv}}) ||
+        o.iterations < 3 || o.rounds < 1 || o.threads < 1 || o.tasks < 1) {
+        std::fprintf(stderr,
+                     "usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--tasks N] [--csv]\n");
+        return 2;
+    }
+    if (!driverReady("cuctx-bench-switching"))
+        return 77;
+    const cuctx::Device device = cuctx::Device::get(0);
+    // Contexts 0-7 are created ones, 8 is the primary context; `home` stays current underneath, as
+    // in a real program.
+    cuctx::Context home = cuctx::Context::create(device);
+    std::vector<cuctx::Context> contexts;
+    for (int i = 0; i < 8; ++i)
+        contexts.push_back(cuctx::Context::create(device));
+    contexts.push_back(cuctx::Context::primary(device));
+    const std::size_t primary = 8;
+
+    const std::array patterns{
+        Pattern{"same context again", repeated({0})},
+        Pattern{"alternating two", repeated({0, 1})},
+        Pattern{"round-robin over four", repeated({0, 1, 2, 3})},
+        Pattern{"random over eight", shuffled(0, 8)},
+        Pattern{"primary and created mixed", repeated({primary, 0, primary, 1})},
+    };
+    std::vector<Row> rows;
+    bool pinned = false;
+    {
+        cuctx::ContextBinding binding(home);
+        PinToCurrentCpu pin;
+        pinned = pin.pinned();
+        auto add = [&](const std::string& name, const Figures& f) {
+            rows.push_back({name, ns(f.cuctx.first), ns(f.cuctx.second), f.cuctx.ratio, "<= 1.05x raw pair",
+                            f.cuctx.ratio <= 1.05});
+            rows.push_back({"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)",
+                            true});
+        };
+        for (const Pattern& p : patterns)
+            add(p.name, comparePattern(contexts, p.sequence, o));
+        add("nested three deep", compareNested(contexts, o));
+    }
+    for (std::size_t k : {2, 4, 8}) {
+        const std::vector<cuctx::Context> shared(contexts.begin(), contexts.begin() + static_cast<long>(k));
+        const auto [raw, guarded] = compareThreads(shared, o);
+        rows.push_back({std::to_string(o.threads) + " threads over " + std::to_string(k) + " contexts", mops(raw),
+                        mops(guarded), guarded / raw, ">= 1.00x raw aggregate", guarded >= raw});
+    }
+    if (!o.csv)
+        std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads x "
+                    "%ld tasks, single-thread runs %s; ns per context entered\n\n",
+                    device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.tasks,
+                    pinned ? "pinned to one CPU" : "not pinned");
+    print(rows, o.csv);
+    return 0;
+}
