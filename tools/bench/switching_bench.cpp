@@ -227,8 +227,8 @@ int main(int argc, char** argv)
         auto add = [&](const std::string& name, const Figures& f) {
             rows.push_back({name, ns(f.cuctx.first), ns(f.cuctx.second), f.cuctx.ratio, "<= 1.05x raw pair",
                             f.cuctx.ratio <= 1.05});
-            rows.push_back({"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)",
-                            true});
+            rows.push_back(
+                {"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)", true});
         };
         for (const Pattern& p : patterns)
             add(p.name, comparePattern(contexts, p.sequence, o));
