@@ -21,10 +21,10 @@ class ContextAccess;
 
 class ContextGuard;
 
-/// A created context (Context::create), a retained primary context (Context::primary) or a green
-/// context (Context::green). Copies share one context; the last owner destroys it (or releases its
-/// primary retain), but never while a thread has it entered through cuctx: then the destruction
-/// waits for that use to end (docs/contexts.md). A copy costs an atomic increment on a line that every
+/// A created context (Context::create), a retained primary context (Context::primary), a green
+/// context (Context::green) or a borrowed one that other code owns (Context::borrow). Copies share one context; the
+/// last owner destroys it (or releases its primary retain), but never while a thread has it entered through cuctx: then
+/// the destruction waits for that use to end (docs/contexts.md). A copy costs an atomic increment on a line that every
 /// owner shares, so hot paths should take `const Context&`.
 class Context {
 public:
@@ -51,6 +51,14 @@ public:
     /// (CUDA 12.4). It may be current on one thread at a time: a guard on a second thread fails with
     /// Errc::context_busy.
     static Context green(const Device& device, unsigned smCount);
+    /// A context that other code made (the runtime API, a framework, another library), for cuctx's
+    /// guards, registry, modules, streams and launches. cuctx never destroys or releases it: its owner
+    /// must keep it alive while any Context handle of it, or anything made in it through cuctx (a
+    /// Module, a Stream, a DeviceBuffer), still exists. A handle that cuctx already knows (a context
+    /// it created or a primary context it retained) gives that Context, with its ownership. The
+    /// context is pushed once to learn its device. A green context's handle must not be borrowed
+    /// (cuctx could not keep it to one thread at a time).
+    static Context borrow(CUcontext handle);
 
     explicit operator bool() const noexcept { return state_ != nullptr; }
     /// Drops this handle.
@@ -61,6 +69,8 @@ public:
     std::uint64_t id() const;
     bool isPrimary() const;
     bool isGreen() const;
+    /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it.
+    bool isBorrowed() const;
     /// cuCtxGetApiVersion.
     unsigned apiVersion() const;
     /// cuCtxGetFlags.

@@ -30,7 +30,7 @@ struct DeviceSnapshot {
 struct ContextSnapshot {
     std::uint64_t id = 0;             ///< cuCtxGetId (0 where the driver lacks it)
     int device = -1;                  ///< ordinal
-    std::string kind;                 ///< "created", "primary", "green"
+    std::string kind;                 ///< "created", "primary", "green", "borrowed"
     std::string description;          ///< "context 3 on device 0", as cuctx's errors name it
     long handles = 0;                 ///< cuctx::Context handles that own it
     bool destructionDeferred = false; ///< no handle left: destroyed when the last thread's use ends

@@ -220,6 +220,45 @@ Context Context::green(const Device& device, unsigned smCount)
     return Context(state);
 }
 
+Context Context::borrow(CUcontext handle)
+{
+    constexpr const char* who = "cuctx::Context::borrow";
+    if (handle == nullptr)
+        detail::throwError(Errc::invalid_argument, who, "the CUcontext handle is null",
+                           "Pass a context that exists (cuCtxGetCurrent, cuCtxCreate, cuDevicePrimaryCtxRetain)");
+    const detail::DriverApi& d = api();
+    if (ContextState* known = detail::acquireLiveContext(handle))
+        return Context(known);
+    // Its device: the driver answers for the current context only, so enter it for a moment.
+    const detail::Subject subject{.context = handle};
+    check(d.cuCtxPushCurrent(handle), "cuCtxPushCurrent", subject);
+    CUdevice device = 0;
+    const CUresult r = d.cuCtxGetDevice(&device);
+    CUcontext popped = nullptr;
+    const CUresult pop = d.cuCtxPopCurrent(&popped);
+    check(r, "cuCtxGetDevice", subject);
+    check(pop, "cuCtxPopCurrent", subject);
+    if (popped != handle)
+        detail::throwError(Errc::stack_mismatch, who, "the driver popped another context than the one borrowed", {},
+                           subject);
+    int ordinal = -1;
+    for (int i = 0; i < Device::count() && ordinal < 0; ++i)
+        if (Device::get(i).native() == device)
+            ordinal = i;
+    if (ordinal < 0)
+        detail::throwError(Errc::invalid_argument, who, "the context's device is not one the driver enumerates",
+                           "Borrow a context of a visible device (CUDA_VISIBLE_DEVICES)", subject);
+    ContextState* state = newState(handle, Device::get(ordinal), detail::ContextKind::borrowed);
+    std::lock_guard lock(detail::registryMutex());
+    // Another thread may have borrowed or made it meanwhile: keep one state.
+    if (ContextState* known = detail::acquireLiveContextLocked(handle)) {
+        delete state;
+        return Context(known);
+    }
+    detail::registerContextLocked(state);
+    return Context(state);
+}
+
 Device Context::device() const
 {
     return Device::get(detail::checkedState(*this, "cuctx::Context::device").ordinal);
@@ -238,6 +277,11 @@ bool Context::isPrimary() const
 bool Context::isGreen() const
 {
     return detail::checkedState(*this, "cuctx::Context::isGreen").kind == detail::ContextKind::green;
+}
+
+bool Context::isBorrowed() const
+{
+    return detail::checkedState(*this, "cuctx::Context::isBorrowed").kind == detail::ContextKind::borrowed;
 }
 
 unsigned Context::apiVersion() const

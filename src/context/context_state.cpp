@@ -44,6 +44,10 @@ void destroyDriverObject(const ContextState& state) noexcept
             call = "cuGreenCtxDestroy";
             r = d.cuGreenCtxDestroy(state.green);
             break;
+        case ContextKind::borrowed:
+            // Its owner destroys it; cuctx only forgets it.
+            logTrace("thread {}: forgot {}", gettid(), describeContext(state));
+            return;
         }
         if (r != CUDA_SUCCESS)
             logError("{} failed with {} ({}) on {}", call, resultName(r), static_cast<int>(r), describeContext(state));
@@ -146,6 +150,26 @@ std::optional<std::string> describeLiveContext(CUcontext handle)
     return std::nullopt;
 }
 
+ContextState* acquireLiveContextLocked(CUcontext handle) noexcept
+{
+    for (ContextState* state : liveStatesLocked()) {
+        if (state->handle != handle || state->destroyed)
+            continue;
+        // A handle may be taken only while another exists: an orphaned context stays orphaned.
+        long handles = state->handles.load(std::memory_order_relaxed);
+        while (handles > 0)
+            if (state->handles.compare_exchange_weak(handles, handles + 1, std::memory_order_relaxed))
+                return state;
+    }
+    return nullptr;
+}
+
+ContextState* acquireLiveContext(CUcontext handle)
+{
+    std::lock_guard lock(registryMutex());
+    return acquireLiveContextLocked(handle);
+}
+
 std::string describeContext(const ContextState& state)
 {
     std::string text = "context ";
@@ -160,6 +184,8 @@ std::string describeContext(const ContextState& state)
         text += " (primary)";
     else if (state.kind == ContextKind::green)
         text += " (green)";
+    else if (state.kind == ContextKind::borrowed)
+        text += " (borrowed)";
     text += " on device " + std::to_string(state.ordinal);
     return text;
 }
@@ -217,7 +243,7 @@ std::vector<long> threadsUsing(const ContextState& state)
 
 bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly)
 {
-    static const char* const kinds[] = {"created", "primary", "green"};
+    static const char* const kinds[] = {"created", "primary", "green", "borrowed"};
     std::unique_lock lock(registryMutex(), std::defer_lock);
     if (!tryOnly)
         lock.lock();

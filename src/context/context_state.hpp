@@ -70,6 +70,11 @@ std::vector<long> threadsUsing(const ContextState& state);
 /// gives up rather than wait, and returns false.
 bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly);
 
+/// The live state of `handle` with one more Context handle, or nullptr: none, or its last handle is
+/// gone (it waits for a use to end before it is destroyed). The second under registryMutex().
+ContextState* acquireLiveContext(CUcontext handle);
+ContextState* acquireLiveContextLocked(CUcontext handle) noexcept;
+
 /// Primary contexts are interned per device. Under registryMutex(): the live state of device
 /// `ordinal`'s primary context with one more handle, or nullptr; and recording a new one.
 ContextState* acquirePrimaryLocked(int ordinal) noexcept;

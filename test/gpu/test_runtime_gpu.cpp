@@ -111,8 +111,7 @@ TEST_CASE("Runtime calls and cuctx guards interleave on primary and created cont
     CHECK(driverCurrent() == runtimeContext);
 }
 
-TEST_CASE("A runtime call that changes the current context inside a guard is detected and repaired",
-          "[gpu][runtime]")
+TEST_CASE("A runtime call that changes the current context inside a guard is detected and repaired", "[gpu][runtime]")
 {
     RT(cudaSetDevice(0));
     RT(cudaFree(nullptr));
@@ -222,4 +221,36 @@ TEST_CASE("cuBLAS handles bound to a created context run from a thread pool thro
         CHECK(failures[static_cast<std::size_t>(w)].empty());
     }
     CHECK(shared.threadsUsing().empty());
+}
+
+TEST_CASE("The runtime's context, borrowed, runs cuctx kernels on runtime memory", "[gpu][runtime][borrow]")
+{
+    RT(cudaSetDevice(0));
+    RT(cudaFree(nullptr));
+    const CUcontext runtimeContext = driverCurrent();
+    constexpr unsigned n = 512;
+    const std::vector<float> input = iota(n, 2.0f);
+    float* in = nullptr;
+    float* out = nullptr;
+    RT(cudaMalloc(reinterpret_cast<void**>(&in), n * sizeof(float)));
+    RT(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(float)));
+    RT(cudaMemcpy(in, input.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    {
+        const cuctx::Context borrowed = cuctx::Context::borrow(runtimeContext);
+        CHECK(borrowed.native() == runtimeContext);
+        std::thread worker([&] { // a thread the runtime never saw
+            cuctx::ContextGuard guard(borrowed);
+            scaleOn(borrowed, reinterpret_cast<CUdeviceptr>(out), reinterpret_cast<CUdeviceptr>(in), 0.5f, n);
+            borrowed.synchronize();
+        });
+        worker.join();
+    }
+    // cuctx forgot the context; the runtime's context and memory are untouched.
+    CHECK(driverCurrent() == runtimeContext);
+    std::vector<float> result(n);
+    RT(cudaMemcpy(result.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (unsigned i = 0; i < n; ++i)
+        REQUIRE(result[i] == input[i] * 0.5f);
+    RT(cudaFree(in));
+    RT(cudaFree(out));
 }

@@ -18,7 +18,8 @@ namespace cuctx::detail {
 
 struct ModuleCacheTable; // src/module/module_cache.cpp
 
-enum class ContextKind : std::uint8_t { created, primary, green };
+/// `borrowed`: a context cuctx did not make (Context::borrow): never destroyed or released by cuctx.
+enum class ContextKind : std::uint8_t { created, primary, green, borrowed };
 
 struct ContextState {
     CUcontext handle = nullptr;
