@@ -61,6 +61,11 @@ std::vector<const Frame*> framesBottomUp()
 
 void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
 {
+    // What lies below cuctx's entries: read again on every entry from an empty record, since code
+    // outside cuctx (cuCtxSetCurrent, cudaSetDevice) may have changed it since cuctx last looked. A
+    // failed pop repairs the stack down to exactly this (finishFailedPop).
+    if (topFrame() == nullptr)
+        learnBase(ts);
     Slot& slot = ts.slotFor(state);
     ts.beginUse(slot, state);
     const CUresult r = api().cuCtxPushCurrent(state->handle);
@@ -140,32 +145,92 @@ Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
     return retire(frame);
 }
 
+namespace {
+
+// Pushes again what cuctx knows lay below `frame` (the base, then its frames bottom up), after code
+// inside the frame's scope popped them; false if a push fails.
+bool repushBelow(const DriverApi& d, ThreadState& ts, const Frame& frame) noexcept
+{
+    std::vector<CUcontext> contexts;
+    try {
+        for (const Frame* f = frameBelow(frame); f != nullptr; f = frameBelow(*f))
+            contexts.push_back(f->state->handle);
+        if (ts.base != nullptr)
+            contexts.push_back(ts.base);
+    } catch (...) {
+        return false;
+    }
+    for (auto c = contexts.rbegin(); c != contexts.rend(); ++c)
+        if (d.cuCtxPushCurrent(*c) != CUDA_SUCCESS)
+            return false;
+    return true;
+}
+
+} // namespace
+
 Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept
 {
     setTop(frame.below);
     const CUcontext mine = frame.state->handle;
     const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
+    // What was below the frame when it was pushed: the frame below it, else the base (read when the
+    // first entry was made from an empty record).
+    const CUcontext expected = ts.current();
     try {
         std::string detail;
-        if (r != CUDA_SUCCESS)
-            detail = std::string("cuCtxPopCurrent failed with ") + std::string(resultName(r));
-        else
-            detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
-        // Code inside the scope pushed another context and left it: then ours is still on top.
+        std::string repair;
         CUcontext now = nullptr;
-        if (r == CUDA_SUCCESS && d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == mine && ts.current() != mine) {
-            CUcontext again = nullptr;
-            if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
-                detail += "; popped its own context too, so the stack is as it was before it";
+        if (r != CUDA_SUCCESS) {
+            detail = std::string("cuCtxPopCurrent failed with ") + std::string(resultName(r)) +
+                     ": code inside the scope popped the context it pushed";
+        } else {
+            detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
+            (void)d.cuCtxGetCurrent(&now);
+            if (now == expected && mine == expected) {
+                repair = "; (had the code pushed " + describeHandle(popped) +
+                         " rather than replacing the top, a second entry of " + describeHandle(mine) +
+                         " is left above the first: a guard that enters the context below it cannot tell the two "
+                         "apart)";
+            } else if (now == mine && mine != expected) {
+                // Code inside pushed another context and left it: the guard's own entry is still on top.
+                CUcontext again = nullptr;
+                if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
+                    repair = "; code inside left a push of its own: popped the guard's context too";
+            } else if (now != expected && popped == expected && expected != nullptr) {
+                // Code inside popped the guard's entry, so the pop took the caller's: put it back.
+                if (d.cuCtxPushCurrent(expected) == CUDA_SUCCESS)
+                    repair = "; code inside popped the context the guard pushed, so its pop took the caller's "
+                             "entry: pushed that back";
+            }
         }
+        // Whatever else code inside left above the caller's entries: pop it, and if that empties the
+        // stack, push back what cuctx knows was below. Only above an entry of cuctx's own, which
+        // cuctx knows is there: a base read earlier may have been changed since by code outside.
         (void)d.cuCtxGetCurrent(&now);
-        if (now != ts.current())
-            detail += "; the driver's current context is now " + describeHandle(now) + ", where cuctx expected " +
-                      describeHandle(ts.current());
+        int extra = 0;
+        for (; frameBelow(frame) != nullptr && now != expected && now != nullptr && extra < 64; ++extra) {
+            CUcontext dropped = nullptr;
+            if (d.cuCtxPopCurrent(&dropped) != CUDA_SUCCESS || d.cuCtxGetCurrent(&now) != CUDA_SUCCESS)
+                break;
+        }
+        if (extra > 0)
+            repair += "; popped " + std::to_string(extra) + " more entr" + (extra == 1 ? "y" : "ies") +
+                      " that code inside left above the caller's";
+        if (now == nullptr && expected != nullptr)
+            repair += repushBelow(d, ts, frame) ? "; pushed back what cuctx knew lay below (" +
+                                                      std::to_string(framesBottomUp().size() + (ts.base ? 1 : 0)) +
+                                                      " entries, top " + describeHandle(expected) + ")"
+                                                : "; pushing back what lay below failed";
+        (void)d.cuCtxGetCurrent(&now);
+        if (now == expected)
+            detail += repair + "; the stack below it is as it was (current: " + describeHandle(now) + ")";
+        else
+            detail += repair + "; cuctx could not restore the stack: the driver's current context is now " +
+                      describeHandle(now) + ", where it was " + describeHandle(expected) + " before the scope";
         recordSticky(*frame.state, mismatchError(who, detail,
                                                  "Code inside the scope changed the current context "
-                                                 "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent) "
-                                                 "without restoring it",
+                                                 "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent "
+                                                 "or cuCtxPopCurrent) without restoring it",
                                                  *frame.state));
     } catch (...) {
         logError("{}: the context stack changed behind cuctx's back (and describing it failed)", who);

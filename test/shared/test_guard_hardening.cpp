@@ -1,0 +1,201 @@
+// Guards against hostile surroundings: foreign changes of the stack inside a guard, thread-locals
+// destroyed in any order, threads that exit holding contexts, log sinks that call back into cuctx.
+// Runs in both suites: against the fake driver on the CPU and against the real driver on the GPU.
+
+#include "driver_helpers.hpp"
+
+#include "cuctx/context.hpp"
+#include "cuctx/context_binding.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/context_stack.hpp"
+#include "cuctx/error.hpp"
+
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using cuctx::Context;
+using cuctx::ContextGuard;
+using cuctx::ContextStack;
+using cuctx::Device;
+using cuctx::Errc;
+using cuctx::test::raw;
+using cuctx::test::rawCurrent;
+
+namespace {
+
+// The driver's whole stack on this thread, bottom first, read by popping it (and left empty).
+std::vector<CUcontext> drainAndRead()
+{
+    std::vector<CUcontext> top;
+    CUcontext c = nullptr;
+    for (int i = 0; i < 64 && raw().cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != nullptr; ++i) {
+        REQUIRE(raw().cuCtxPopCurrent(&c) == CUDA_SUCCESS);
+        top.push_back(c);
+    }
+    return {top.rbegin(), top.rend()};
+}
+
+// Runs `f` on a new thread (a fresh stack and a fresh cuctx record), rethrowing what it throws.
+template <typename F>
+void onNewThread(F f)
+{
+    std::exception_ptr failure;
+    std::thread([&] {
+        try {
+            f();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    }).join();
+    if (failure)
+        std::rethrow_exception(failure);
+}
+
+enum class Foreign { none, setCurrent, pushLeft, pop, popThenPush, setTwiceThenPush };
+enum class Base { nothing, primarySetOutside, cuctxGuard };
+
+const char* name(Foreign f)
+{
+    switch (f) {
+    case Foreign::none: return "nothing";
+    case Foreign::setCurrent: return "cuCtxSetCurrent(X)";
+    case Foreign::pushLeft: return "cuCtxPushCurrent(X) left";
+    case Foreign::pop: return "cuCtxPopCurrent";
+    case Foreign::popThenPush: return "cuCtxPopCurrent, cuCtxPushCurrent(X)";
+    case Foreign::setTwiceThenPush: return "cuCtxSetCurrent(X), cuCtxPushCurrent(X)";
+    }
+    return "?";
+}
+
+const char* name(Base b)
+{
+    switch (b) {
+    case Base::nothing: return "nothing below";
+    case Base::primarySetOutside: return "P set outside cuctx";
+    case Base::cuctxGuard: return "an outer cuctx guard";
+    }
+    return "?";
+}
+
+void act(Foreign f, CUcontext x)
+{
+    CUcontext popped = nullptr;
+    switch (f) {
+    case Foreign::none: break;
+    case Foreign::setCurrent: REQUIRE(raw().cuCtxSetCurrent(x) == CUDA_SUCCESS); break;
+    case Foreign::pushLeft: REQUIRE(raw().cuCtxPushCurrent(x) == CUDA_SUCCESS); break;
+    case Foreign::pop: REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS); break;
+    case Foreign::popThenPush:
+        REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+        REQUIRE(raw().cuCtxPushCurrent(x) == CUDA_SUCCESS);
+        break;
+    case Foreign::setTwiceThenPush:
+        REQUIRE(raw().cuCtxSetCurrent(x) == CUDA_SUCCESS);
+        REQUIRE(raw().cuCtxPushCurrent(x) == CUDA_SUCCESS);
+        break;
+    }
+}
+
+} // namespace
+
+TEST_CASE("after a guard the driver's stack below it is exactly what it was, whatever foreign code did inside",
+          "[guard]")
+{
+    const Context p = Context::primary(Device::get(0));
+    const Context a = Context::create(Device::get(0));
+    const Context outer = Context::create(Device::get(0));
+    const Context x = Context::create(Device::get(0));
+    for (Base base : {Base::nothing, Base::primarySetOutside, Base::cuctxGuard}) {
+        for (const Context* guarded : {&p, &a}) {
+            for (Foreign foreign : {Foreign::none, Foreign::setCurrent, Foreign::pushLeft, Foreign::pop,
+                                    Foreign::popThenPush, Foreign::setTwiceThenPush}) {
+                // A guard on the very context below it cannot see a foreign pop (it pops the
+                // caller's entry, which is the same context) nor tell a push left behind from a
+                // replaced top; those two are checked for what the error says, below.
+                const bool sameAsBelow = base == Base::primarySetOutside && guarded == &p;
+                if (sameAsBelow && (foreign == Foreign::pop || foreign == Foreign::pushLeft))
+                    continue;
+                for (bool warm : {false, true}) { // warm: the guard takes the inline switching path
+                    DYNAMIC_SECTION(name(base) << ", guard on " << (guarded == &p ? "P" : "A") << ", foreign "
+                                               << name(foreign) << (warm ? ", inline path" : ""))
+                    {
+                        onNewThread([&] {
+                            std::vector<CUcontext> expected;
+                            std::optional<ContextGuard> og;
+                            if (base == Base::primarySetOutside) {
+                                REQUIRE(raw().cuCtxSetCurrent(p.native()) == CUDA_SUCCESS);
+                                expected = {p.native()};
+                            } else if (base == Base::cuctxGuard) {
+                                og.emplace(outer);
+                                expected = {outer.native()};
+                            }
+                            if (warm)
+                                ContextGuard once(*guarded);
+                            {
+                                ContextGuard g(*guarded);
+                                CHECK(g.switched());
+                                act(foreign, x.native());
+                            }
+                            // Two entries left above the caller's with nothing of cuctx's below: cuctx
+                            // pops only down to entries it knows are there, and says what is left.
+                            const bool unknowable = foreign == Foreign::setTwiceThenPush && base != Base::cuctxGuard;
+                            const std::vector<CUcontext> after = drainAndRead();
+                            if (!unknowable)
+                                CHECK(after == expected);
+                            if (unknowable) {
+                                try {
+                                    guarded->checkRecordedError();
+                                    FAIL("the foreign change was not recorded");
+                                } catch (const cuctx::Error& e) {
+                                    CHECK_THAT(e.what(), Catch::Contains("could not restore the stack: the driver's "
+                                                                         "current context is now context"));
+                                }
+                                REQUIRE(after.size() == expected.size() + 1);
+                                CHECK(after.back() == x.native());
+                                expected.push_back(x.native());
+                            } else if (foreign == Foreign::none) {
+                                CHECK_NOTHROW(guarded->checkRecordedError());
+                            } else {
+                                try {
+                                    guarded->checkRecordedError();
+                                    FAIL("the foreign change was not recorded");
+                                } catch (const cuctx::Error& e) {
+                                    CHECK(e.condition() == Errc::stack_mismatch);
+                                    CHECK_THAT(e.what(), Catch::Contains("the stack below it is as it was"));
+                                }
+                            }
+                            for (CUcontext c : expected) // put it back for the outer guard's exit
+                                REQUIRE(raw().cuCtxPushCurrent(c) == CUDA_SUCCESS);
+                            og.reset();
+                            CHECK_NOTHROW(outer.checkRecordedError());
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("a guard on the context below it that meets a push left behind says what is left", "[guard]")
+{
+    const Context p = Context::primary(Device::get(0));
+    const Context x = Context::create(Device::get(0));
+    onNewThread([&] {
+        REQUIRE(raw().cuCtxSetCurrent(p.native()) == CUDA_SUCCESS);
+        {
+            ContextGuard g(p);
+            REQUIRE(raw().cuCtxPushCurrent(x.native()) == CUDA_SUCCESS);
+        }
+        CHECK(rawCurrent() == p.native());
+        try {
+            p.checkRecordedError();
+            FAIL("the foreign push was not recorded");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.condition() == Errc::stack_mismatch);
+            CHECK_THAT(e.what(), Catch::Contains("a second entry of"));
+        }
+        cuctx::test::drainRawStack();
+    });
+}
