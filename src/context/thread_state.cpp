@@ -84,15 +84,17 @@ ThreadState::~ThreadState()
         threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
     }
     // Adoptions and pushes left at thread exit (guards cannot be: they are scoped): the driver forgets
-    // this thread's stack by itself; cuctx drops the handles they kept, which may destroy their
-    // contexts, and frees their frames.
+    // this thread's stack by itself; cuctx ends their uses (a green context becomes free for other
+    // threads), drops the handles they kept, which may destroy their contexts, and frees their frames.
     std::vector<Context> owners;
     for (Frame* f = topFrame(); f != nullptr;) {
         Frame* below = frameBelow(*f);
         if (ownsHandle(*f))
             owners.push_back(ContextAccess::adopt(f->state));
-        if (f->kind != FrameKind::guard)
+        if (f->kind != FrameKind::guard) {
+            endUse(*f->uses, f->state);
             delete f;
+        }
         f = below;
     }
     t_threadState = nullptr;

@@ -199,3 +199,22 @@ TEST_CASE("a guard on the context below it that meets a push left behind says wh
         cuctx::test::drainRawStack();
     });
 }
+
+TEST_CASE("a thread that exits holding a green context frees it for the next thread", "[green]")
+{
+    if (raw().cuGreenCtxCreate == nullptr) {
+        WARN("this driver has no green contexts (CUDA 12.4); nothing to check");
+        return;
+    }
+    const Context green = Context::green(Device::get(0), 8);
+    onNewThread([&] { ContextStack::adopt(green); });     // ends with the adoption in place
+    onNewThread([&] { ContextStack::push(green); });      // ends with a push in place
+    onNewThread([&] { cuctx::ContextBinding b(green); }); // for comparison: a scoped binding
+    bool entered = false;
+    onNewThread([&] {
+        ContextGuard g(green); // context_busy naming "thread 0" before the fix
+        entered = rawCurrent() == green.native();
+    });
+    CHECK(entered);
+    CHECK(green.threadsUsing().empty());
+}
