@@ -171,6 +171,12 @@ bool repushBelow(const DriverApi& d, ThreadState& ts, const Frame& frame) noexce
 Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext popped, const char* who) noexcept
 {
     setTop(frame.below);
+    if (r != CUDA_SUCCESS && t_threadExiting) {
+        // A thread-local (a ContextBinding) ends after the driver's per-thread stack did: nothing left
+        // to pop, and nothing anyone did wrong.
+        logDebug("{}: thread {} exits after the driver forgot its stack; nothing to pop", who, ts.tid);
+        return retire(frame);
+    }
     const CUcontext mine = frame.state->handle;
     const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
     // What was below the frame when it was pushed: the frame below it, else the base (read when the

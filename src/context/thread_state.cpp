@@ -18,13 +18,27 @@ namespace {
 
 std::atomic<std::uint64_t> g_threadNumbers{0};
 
-// Owns the calling thread's state (on the heap, to keep cuctx's static TLS small); its destructor
-// runs at thread exit.
-struct ThreadStateHolder {
-    std::unique_ptr<ThreadState> state;
+// A thread's state lives on the heap (to keep cuctx's static TLS small) and is freed by a pthread
+// key's destructor. glibc runs those after every C++ thread_local destructor of the thread, so that
+// thread-locals of the program (a ContextBinding, a guard) may end in any order and still find
+// cuctx's state intact. A state made again by a later key destructor is freed in the next round.
+pthread_key_t g_stateKey;
+
+void freeThreadState(void* state)
+{
+    delete static_cast<ThreadState*>(state);
+}
+
+// A C++ thread_local made with the thread's first state: its destructor says that the thread's
+// thread-locals are being destroyed, among them possibly the driver's own per-thread stack.
+constinit thread_local bool t_sentinelMade = false;
+struct ExitSentinel {
+    ~ExitSentinel() { t_threadExiting = true; }
 };
 
 } // namespace
+
+constinit thread_local bool t_threadExiting = false;
 
 std::mutex& registryMutex()
 {
@@ -62,11 +76,24 @@ std::once_flag g_atforkOnce;
 
 ThreadState& makeThreadState()
 {
-    std::call_once(g_atforkOnce, [] { pthread_atfork(nullptr, nullptr, clearTopInChild); });
-    thread_local ThreadStateHolder holder;
-    holder.state = std::make_unique<ThreadState>();
-    t_threadState = holder.state.get();
-    return *holder.state;
+    std::call_once(g_atforkOnce, [] {
+        pthread_atfork(nullptr, nullptr, clearTopInChild);
+        if (pthread_key_create(&g_stateKey, freeThreadState) != 0)
+            throwError(Errc::invalid_state, "cuctx",
+                       "pthread_key_create failed: no key left for cuctx's per-thread state",
+                       "The process has used up its pthread keys (PTHREAD_KEYS_MAX)");
+    });
+    if (!t_sentinelMade) {
+        t_sentinelMade = true;
+        thread_local ExitSentinel sentinel;
+        (void)sentinel;
+    }
+    auto state = std::make_unique<ThreadState>();
+    if (pthread_setspecific(g_stateKey, state.get()) != 0)
+        throwError(Errc::invalid_state, "cuctx", "pthread_setspecific failed for cuctx's per-thread state",
+                   "Out of memory?");
+    t_threadState = state.get();
+    return *state.release();
 }
 
 ThreadState::ThreadState()

@@ -92,6 +92,9 @@ std::vector<ThreadState*>& registeredThreads();
 namespace cuctx::detail {
 
 extern constinit thread_local ThreadState* t_threadState;
+/// Set once the thread's C++ thread-locals are being destroyed (it is exiting): the driver's own
+/// per-thread stack may be gone already, so a pop that finds nothing is no mismatch.
+extern constinit thread_local bool t_threadExiting;
 ThreadState& makeThreadState();
 
 inline ThreadState& threadState()

@@ -72,9 +72,47 @@ struct ThreadStack {
     std::vector<FakeContext*> contexts;
 };
 
+// A thread's stack is a C++ thread-local made at its first driver call, so that it is destroyed
+// before the program's thread-locals made earlier and after those made later: cuctx must cope with
+// either order. A call after it is gone finds the stack empty (the driver forgot it) and starts a new
+// one, which a pthread key frees at the end of the thread's exit.
+constinit thread_local ThreadStack* t_stack = nullptr;
+constinit thread_local bool t_stackOwnerMade = false;
+
+struct StackOwner {
+    ~StackOwner()
+    {
+        delete t_stack;
+        t_stack = nullptr;
+    }
+};
+
+pthread_key_t lateStackKey()
+{
+    static const pthread_key_t key = [] {
+        pthread_key_t k{};
+        pthread_key_create(&k, [](void* stack) {
+            delete static_cast<ThreadStack*>(stack);
+            t_stack = nullptr;
+        });
+        return k;
+    }();
+    return key;
+}
+
 std::vector<FakeContext*>& stack()
 {
-    thread_local ThreadStack t;
+    if (t_stack == nullptr) {
+        t_stack = new ThreadStack;
+        if (!t_stackOwnerMade) {
+            t_stackOwnerMade = true;
+            thread_local StackOwner owner;
+            (void)owner;
+        } else {
+            pthread_setspecific(lateStackKey(), t_stack);
+        }
+    }
+    ThreadStack& t = *t_stack;
     const unsigned g = g_generation.load(std::memory_order_acquire);
     if (t.generation != g) {
         t.generation = g;

@@ -2,7 +2,8 @@
 
 // Control of the fake CUDA driver (libcuctx-fake-cuda.so), a test double of the driver that cuctx
 // loads through its ordinary loader (Driver::setLibraryPath or CUCTX_DRIVER_PATH). It models the
-// semantics measured in shared/design/driver-facts.md: per-thread context stacks, push/pop/set,
+// semantics measured in shared/design/driver-facts.md: per-thread context stacks (a thread-local
+// that may be destroyed before or after the program's other thread-locals), push/pop/set,
 // destroy while current elsewhere, primary-context reference counts, fork poisoning. Every
 // behaviour it models has a conformance test that runs against the real driver on the GPU.
 //

@@ -4,16 +4,22 @@
 
 #include "driver_helpers.hpp"
 
+#include "context/thread_state.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
 #include "cuctx/context_guard.hpp"
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/log.hpp"
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using cuctx::Context;
 using cuctx::ContextGuard;
@@ -217,4 +223,70 @@ TEST_CASE("a thread that exits holding a green context frees it for the next thr
     });
     CHECK(entered);
     CHECK(green.threadsUsing().empty());
+}
+
+namespace {
+
+// Captures what cuctx logs at warn and above while it lives.
+struct CapturedWarnings {
+    CapturedWarnings()
+    {
+        cuctx::setLogSink([this](cuctx::LogLevel level, std::string_view message) {
+            if (level < cuctx::LogLevel::warn)
+                return;
+            std::lock_guard lock(mutex);
+            lines.emplace_back(message);
+        });
+    }
+    ~CapturedWarnings() { cuctx::setLogSink({}); }
+    std::vector<std::string> take()
+    {
+        std::lock_guard lock(mutex);
+        return std::move(lines);
+    }
+    std::mutex mutex;
+    std::vector<std::string> lines;
+};
+
+bool registered(long tid)
+{
+    std::lock_guard lock(cuctx::detail::registryMutex());
+    for (const cuctx::detail::ThreadState* ts : cuctx::detail::registeredThreads())
+        if (ts->tid == tid)
+            return true;
+    return false;
+}
+
+// A thread-local binding, made before (or after) cuctx's own per-thread state and the driver's.
+thread_local std::unique_ptr<cuctx::ContextBinding> t_binding;
+
+} // namespace
+
+TEST_CASE("a thread-local ContextBinding is safe in either order of thread-local destruction", "[adopt][registry]")
+{
+    const long before = cuctx::detail::liveContexts();
+    for (bool bindingFirst : {true, false}) {
+        DYNAMIC_SECTION((bindingFirst ? "binding's holder made first, destroyed last" : "binding's holder made last"))
+        {
+            CapturedWarnings warnings;
+            long tid = 0;
+            {
+                Context ctx = Context::create(Device::get(0));
+                std::thread([&, bindingFirst] {
+                    tid = static_cast<long>(gettid());
+                    if (bindingFirst)
+                        t_binding.reset(); // the holder exists before anything of cuctx's or the driver's
+                    else
+                        (void)ContextStack::current(); // cuctx's state and the driver's stack first
+                    t_binding = std::make_unique<cuctx::ContextBinding>(ctx);
+                    REQUIRE(rawCurrent() == ctx.native());
+                }).join();
+                CHECK_FALSE(registered(tid)); // the dead thread's record is gone
+                CHECK(ctx.threadsUsing().empty());
+                CHECK_NOTHROW(ctx.checkRecordedError());
+            }
+            CHECK(cuctx::detail::liveContexts() == before); // the last handle destroyed it
+            CHECK(warnings.take().empty());
+        }
+    }
 }
