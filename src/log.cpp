@@ -1,6 +1,7 @@
 #include "log.hpp"
 #include "driver/driver_state.hpp"
 
+#include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -29,8 +30,10 @@ int levelFromEnvironment()
     return static_cast<int>(level);
 }
 
-// Forwards formatted messages to the embedding program's callback.
-class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
+// Forwards formatted messages to the embedding program's callback. With no mutex of its own: the
+// program's sink is thread-safe (log.hpp says so), and cuctx never calls it holding a lock, since it
+// may log through cuctx again or take a lock that a thread calling cuctx holds.
+class CallbackSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
 public:
     explicit CallbackSink(LogSink sink) : sink_(std::move(sink)) {}
 

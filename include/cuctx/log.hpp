@@ -16,7 +16,9 @@ void setLogLevel(LogLevel level) noexcept;
 LogLevel logLevel() noexcept;
 
 /// Receives each message cuctx logs (already formatted, without a newline). Called from the thread
-/// that logs, possibly from many threads at once: the sink must be thread-safe.
+/// that logs, possibly from many threads at once: the sink must be thread-safe. cuctx holds no lock
+/// of its own while it calls the sink, so the sink may call back into cuctx (liveObjects(),
+/// processReport(), Context::threadsUsing()) or take locks that threads calling cuctx hold.
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 /// Sends cuctx's log to `sink` instead of stderr; an empty sink restores stderr.

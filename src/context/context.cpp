@@ -160,17 +160,20 @@ Context Context::primary(const Device& device)
         (void)d.cuDevicePrimaryCtxRelease(device.native());
         throw;
     }
-    std::lock_guard lock(detail::registryMutex());
-    // Another thread may have retained it meanwhile: keep one state, drop the second retain.
-    if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal())) {
-        (void)d.cuDevicePrimaryCtxRelease(device.native());
-        delete state;
-        return Context(existing);
+    {
+        std::lock_guard lock(detail::registryMutex());
+        // Another thread may have retained it meanwhile: keep one state, drop the second retain.
+        if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal())) {
+            (void)d.cuDevicePrimaryCtxRelease(device.native());
+            delete state;
+            return Context(existing);
+        }
+        detail::rememberPrimaryLocked(state);
+        detail::registerContextLocked(state);
     }
-    detail::rememberPrimaryLocked(state);
-    detail::registerContextLocked(state);
+    Context context(state); // holds the state alive for the log line, made without the lock
     detail::logTrace("thread {}: retained {}", gettid(), detail::describeContext(*state));
-    return Context(state);
+    return context;
 }
 
 Context Context::primary(const Device& device, const ContextOptions& options)

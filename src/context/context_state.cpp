@@ -91,6 +91,10 @@ void forgetPrimaryLocked(const ContextState* state)
 
 void tryDestroy(ContextState* state) noexcept
 {
+    // Logged after the lock is released: cuctx never calls a log sink while holding a lock of its own
+    // (a sink may call back into cuctx, or take a lock that a thread calling cuctx holds). The state
+    // may be freed by the thread that uses it as soon as the lock is released: describe it before.
+    std::string deferred;
     {
         std::lock_guard lock(registryMutex());
         if (state->destroyed)
@@ -98,24 +102,32 @@ void tryDestroy(ContextState* state) noexcept
         bool used = false;
         forEachSlotLocked([&](ThreadState&, Slot& slot) { used = used || inUse(slot, state); });
         if (used) {
-            logDebug("last handle of {} dropped while in use: destruction deferred to the end of that use",
-                     describeContext(*state));
-            return;
+            try {
+                deferred = logEnabled(LogLevel::debug) ? describeContext(*state) : "?";
+            } catch (...) {
+                deferred = "?";
+            }
+        } else {
+            state->destroyed = true;
+            // Forget it everywhere, so that the address may be reused: the slots that counted its uses,
+            // and the threads' recent contexts (on which a guard's inline path relies).
+            forEachSlotLocked([&](ThreadState&, Slot& slot) {
+                ContextState* expected = state;
+                slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+            });
+            for (ThreadState* ts : registeredThreads()) {
+                ContextState* expected = state;
+                ts->top->recentState.compare_exchange_strong(expected, &g_placeholderContext,
+                                                             std::memory_order_relaxed);
+            }
+            forgetPrimaryLocked(state);
+            auto& states = liveStatesLocked();
+            states.erase(std::remove(states.begin(), states.end(), state), states.end());
         }
-        state->destroyed = true;
-        // Forget it everywhere, so that the address may be reused: the slots that counted its uses,
-        // and the threads' recent contexts (on which a guard's inline path relies).
-        forEachSlotLocked([&](ThreadState&, Slot& slot) {
-            ContextState* expected = state;
-            slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-        });
-        for (ThreadState* ts : registeredThreads()) {
-            ContextState* expected = state;
-            ts->top->recentState.compare_exchange_strong(expected, &g_placeholderContext, std::memory_order_relaxed);
-        }
-        forgetPrimaryLocked(state);
-        auto& states = liveStatesLocked();
-        states.erase(std::remove(states.begin(), states.end(), state), states.end());
+    }
+    if (!deferred.empty()) {
+        logDebug("last handle of {} dropped while in use: destruction deferred to the end of that use", deferred);
+        return;
     }
     destroyModuleCache(*state); // unloads its modules while the context still exists
     destroyDriverObject(*state);

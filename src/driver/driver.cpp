@@ -69,11 +69,13 @@ std::string requestedPath(const DriverState& s)
     return "libcuda.so.1";
 }
 
-// Loads once (under the mutex); later calls see the remembered outcome.
-void ensureAttempted(DriverState& s)
+// Loads once (under the mutex); later calls see the remembered outcome. Returns what to log about
+// the attempt, for the caller to log once it has released the mutex (cuctx calls no log sink while
+// holding a lock of its own).
+std::string ensureAttempted(DriverState& s)
 {
     if (s.attempted)
-        return;
+        return {};
     s.attempted = true;
     const std::string path = requestedPath(s);
     LoadAttempt attempt = loadDriver(path);
@@ -81,15 +83,20 @@ void ensureAttempted(DriverState& s)
     s.driverVersion = attempt.driverVersion;
     if (attempt.error) {
         s.failure = std::move(attempt.error);
-        logDebug("driver not loaded from {}: {}", path, s.failure->what()); // the caller reports it
-        return;
+        return "driver not loaded from " + path + ": " + s.failure->what(); // the caller reports it
     }
     s.driver = std::move(attempt.driver);
     s.driver->leak();
     noteDriverInitialised(dropApiInChild);
     g_activeApi.store(&s.driver->api, std::memory_order_release);
     refreshInlineDriver();
-    logDebug("driver loaded from {} (CUDA {})", s.resolvedPath, formatCudaVersion(s.driverVersion));
+    return "driver loaded from " + s.resolvedPath + " (CUDA " + formatCudaVersion(s.driverVersion) + ")";
+}
+
+void logAttempt(const std::string& note)
+{
+    if (!note.empty())
+        logDebug("{}", note);
 }
 
 } // namespace
@@ -110,11 +117,21 @@ const DriverApi& loadActiveApi()
     if (forkedAfterInit()) // before the mutex: a parent's thread may have held it at fork time
         throwForkedAfterInit("cuctx::Driver::load");
     DriverState& s = state();
-    std::lock_guard lock(s.mutex);
-    ensureAttempted(s);
-    if (s.failure)
-        throw *s.failure;
-    return s.driver->api;
+    std::string note;
+    const DriverApi* loaded = nullptr;
+    std::optional<Error> failure;
+    {
+        std::lock_guard lock(s.mutex);
+        note = ensureAttempted(s);
+        if (s.failure)
+            failure = s.failure;
+        else
+            loaded = &s.driver->api;
+    }
+    logAttempt(note);
+    if (failure)
+        throw *failure;
+    return *loaded;
 }
 
 void requireEntry(const void* entry, const char* field, std::source_location where)
@@ -189,17 +206,21 @@ Driver::Status Driver::status() noexcept
         if (detail::forkedAfterInit())
             detail::throwForkedAfterInit("cuctx::Driver::status");
         auto& s = state();
-        std::lock_guard lock(s.mutex);
-        detail::ensureAttempted(s);
-        st.loaded = s.driver != nullptr;
-        st.requestedPath = detail::requestedPath(s);
-        st.resolvedPath = s.resolvedPath;
-        st.driverVersion = s.driverVersion;
-        if (s.failure) {
-            st.condition = s.failure->condition();
-            st.result = s.failure->result();
-            st.message = s.failure->what();
+        std::string note;
+        {
+            std::lock_guard lock(s.mutex);
+            note = detail::ensureAttempted(s);
+            st.loaded = s.driver != nullptr;
+            st.requestedPath = detail::requestedPath(s);
+            st.resolvedPath = s.resolvedPath;
+            st.driverVersion = s.driverVersion;
+            if (s.failure) {
+                st.condition = s.failure->condition();
+                st.result = s.failure->result();
+                st.message = s.failure->what();
+            }
         }
+        detail::logAttempt(note);
     } catch (const Error& e) {
         st.loaded = false;
         st.condition = e.condition();

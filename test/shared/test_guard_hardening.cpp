@@ -10,8 +10,13 @@
 #include "cuctx/context_guard.hpp"
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/live_objects.hpp"
 #include "cuctx/log.hpp"
+#include "cuctx/process_report.hpp"
 
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -289,4 +294,58 @@ TEST_CASE("a thread-local ContextBinding is safe in either order of thread-local
             CHECK(warnings.take().empty());
         }
     }
+}
+
+TEST_CASE("a log sink may call back into cuctx: cuctx holds no lock of its own while it runs", "[registry]")
+{
+    const Context observed = Context::create(Device::get(0));
+    std::atomic<long> delivered{0};
+    cuctx::setLogSink([&](cuctx::LogLevel, std::string_view) {
+        static thread_local bool inside = false; // what the calls below log comes back here
+        ++delivered;
+        if (inside)
+            return;
+        inside = true;
+        (void)cuctx::liveObjects();
+        (void)observed.threadsUsing();
+        (void)cuctx::processReport({});
+        inside = false;
+    });
+    const cuctx::LogLevel level = cuctx::logLevel();
+    cuctx::setLogLevel(cuctx::LogLevel::trace);
+    std::promise<void> finished;
+    std::future<void> done = finished.get_future();
+    std::thread worker([&] {
+        try {
+            // Logs while retaining and interning the primary context, and (below) while deferring
+            // the destruction of a context another thread uses: both under the registry's lock before.
+            Context p = Context::primary(Device::get(1));
+            Context c = Context::create(Device::get(0));
+            std::promise<void> entered;
+            std::promise<void> dropped;
+            std::thread user([&, c]() mutable {
+                ContextGuard g(c);
+                c.reset();
+                entered.set_value();
+                dropped.get_future().wait();
+            });
+            entered.get_future().wait();
+            c.reset(); // the last handle, while `user` has it entered
+            dropped.set_value();
+            user.join();
+            finished.set_value();
+        } catch (...) {
+            finished.set_exception(std::current_exception());
+        }
+    });
+    const bool finishedInTime = done.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    if (!finishedInTime) {
+        worker.detach(); // deadlocked: it can never be joined
+        FAIL("a log sink that calls back into cuctx deadlocked");
+    }
+    worker.join();
+    cuctx::setLogLevel(level);
+    cuctx::setLogSink({});
+    done.get();
+    CHECK(delivered.load() > 0);
 }
