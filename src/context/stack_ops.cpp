@@ -106,9 +106,90 @@ Context retire(Frame& frame) noexcept
 
 } // namespace
 
+namespace {
+
+bool inRecord(const Frame* top, const Frame& frame) noexcept
+{
+    for (const Frame* f = top; f != nullptr; f = frameBelow(*f))
+        if (f == &frame)
+            return true;
+    return false;
+}
+
+// The thread whose slot `uses` is, under the registry mutex; nullptr if it has exited.
+ThreadState* ownerOfSlotLocked(const std::atomic<std::uint32_t>* uses) noexcept
+{
+    for (ThreadState* ts : registeredThreads())
+        for (const SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
+            for (const Slot& slot : b->slots)
+                if (&slot.uses == uses)
+                    return ts;
+    return nullptr;
+}
+
+// A guard ended on a thread other than the one that made it (ContextGuard is thread-bound). Its
+// context stays pushed on the driver's stack of the thread that made it, which this thread cannot
+// touch; so its frame there, about to be freed with the guard, is replaced by a heap frame of kind
+// `push` that keeps the context alive, as if that thread had called ContextStack::push: it may pop it,
+// or it is released when the thread exits. This thread's stack and record are left alone. (Safe
+// while the thread that made the guard is not itself entering or leaving contexts at that moment,
+// which a program that hands a guard over has to ensure anyway.)
+Context endForeignGuard(ThreadState& ts, Frame& frame, const char* who) noexcept
+{
+    long ownerTid = 0;
+    bool replaced = false;
+    try {
+        auto* copy = new Frame{frame.state, frame.uses, frame.below, FrameKind::push};
+        {
+            std::lock_guard lock(registryMutex());
+            if (ThreadState* owner = ownerOfSlotLocked(frame.uses)) {
+                ownerTid = owner->tid;
+                ThreadTop& top = *owner->top;
+                Frame*& head = top.forked ? top.hidden : top.frame;
+                if (head == &frame) {
+                    head = copy;
+                    replaced = true;
+                } else {
+                    for (Frame* f = head; f != &g_bottomFrame && f != nullptr; f = f->below)
+                        if (f->below == &frame) {
+                            f->below = copy;
+                            replaced = true;
+                            break;
+                        }
+                }
+                if (replaced)
+                    frame.state->handles.fetch_add(1, std::memory_order_relaxed); // the push's own
+            }
+        }
+        if (!replaced)
+            delete copy;
+        std::string detail = "a ContextGuard is thread-bound, but this one was made on thread " +
+                             (ownerTid != 0 ? std::to_string(ownerTid) : std::string("(one that has exited)")) +
+                             " and destroyed on thread " + std::to_string(ts.tid);
+        detail += replaced ? "; its context stays pushed on the stack of the thread that made it, recorded there as a "
+                             "ContextStack::push (pop it there, or it is released when that thread exits); this "
+                             "thread's stack is untouched"
+                           : "; neither thread's stack was touched";
+        ErrorInfo info;
+        info.condition = Errc::invalid_state;
+        info.call = who;
+        info.object = describeContext(*frame.state);
+        info.detail = std::move(detail);
+        info.hint = "Destroy a ContextGuard on the thread that made it, in scope order";
+        recordSticky(*frame.state, Error(std::move(info)));
+    } catch (...) {
+        logError("{}: a ContextGuard was destroyed on another thread than the one that made it", who);
+    }
+    return {};
+}
+
+} // namespace
+
 Context popFrame(ThreadState& ts, Frame& frame, const char* who) noexcept
 {
     Frame* top = topFrame();
+    if (frame.kind == FrameKind::guard && !inRecord(top, frame)) [[unlikely]]
+        return endForeignGuard(ts, frame, who);
     if (top != &frame && top != nullptr) [[unlikely]] {
         // Something cuctx pushed later is still above this frame: leave the driver's stack alone.
         Frame* above = top;

@@ -349,3 +349,43 @@ TEST_CASE("a log sink may call back into cuctx: cuctx holds no lock of its own w
     done.get();
     CHECK(delivered.load() > 0);
 }
+
+TEST_CASE("a guard destroyed on another thread is reported and leaves both threads' records intact", "[guard]")
+{
+    const Context ctx = Context::create(Device::get(0));
+    const Context other = Context::create(Device::get(0));
+    onNewThread([&] {
+        auto guard = std::make_unique<ContextGuard>(ctx); // switching: its frame is in this thread's record
+        REQUIRE(guard->switched());
+        bool otherThreadIntact = false;
+        std::thread([&] {
+            const CUcontext before = rawCurrent();
+            guard.reset(); // the misuse: a thread-bound guard ends on another thread
+            otherThreadIntact = rawCurrent() == before && ContextStack::depth() == 0;
+        }).join();
+        CHECK(otherThreadIntact);
+        // This thread's record still shows the context, which is still on its driver stack, as an
+        // entry of its own that it may pop; its guards keep working on top of it.
+        REQUIRE(ContextStack::depth() == 1);
+        CHECK(ContextStack::snapshot()[0].handle == ctx.native());
+        CHECK(rawCurrent() == ctx.native());
+        {
+            ContextGuard g(other);
+            CHECK(rawCurrent() == other.native());
+        }
+        {
+            ContextGuard g(ctx);
+            CHECK_FALSE(g.switched());
+        }
+        try {
+            ctx.checkRecordedError();
+            FAIL("the misuse was not reported");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.condition() == Errc::invalid_state);
+            CHECK_THAT(e.what(), Catch::Contains("thread-bound"));
+        }
+        CHECK(ContextStack::pop() == ctx);
+        CHECK(rawCurrent() == nullptr);
+    });
+    CHECK(ctx.threadsUsing().empty());
+}
