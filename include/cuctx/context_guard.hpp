@@ -18,7 +18,8 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// makes no driver call and touches no shared cache line. Otherwise it pushes, and on exit pops and
 /// checks that what it pops is what it pushed; a mismatch (someone changed the stack inside the
 /// scope) is logged, recorded on the context (Context::checkRecordedError) and repaired as far as
-/// the driver allows. While the guard lives, the context cannot be destroyed. Neither copyable nor
+/// the driver allows. A guard never throws an error recorded on its context (on no path): the
+/// context's next fallible call does. While the guard lives, the context cannot be destroyed. Neither copyable nor
 /// movable; no heap allocation after the thread's first guard.
 class ContextGuard {
 public:

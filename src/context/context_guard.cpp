@@ -30,7 +30,8 @@ void ContextGuard::enter(const Context& context, bool verify)
         enterElided(*top);
         return;
     }
-    detail::throwSticky(*state);
+    // No throwSticky here: a guard never reports an error recorded on its context, on any path (the
+    // inline ones cannot afford to look); the context's next fallible call does (docs/contexts.md).
     frame_.kind = detail::FrameKind::guard;
     detail::pushFrame(ts, state, frame_);
 }

@@ -64,6 +64,18 @@ void onNewThread(F f)
         std::rethrow_exception(failure);
 }
 
+template <typename F>
+Errc errcOf(F f)
+{
+    try {
+        f();
+    } catch (const cuctx::Error& e) {
+        return e.condition();
+    }
+    FAIL("no cuctx::Error was thrown");
+    return Errc::driver_error;
+}
+
 enum class Foreign { none, setCurrent, pushLeft, pop, popThenPush, setTwiceThenPush };
 enum class Base { nothing, primarySetOutside, cuctxGuard };
 
@@ -388,4 +400,30 @@ TEST_CASE("a guard destroyed on another thread is reported and leaves both threa
         CHECK(rawCurrent() == nullptr);
     });
     CHECK(ctx.threadsUsing().empty());
+}
+
+TEST_CASE("guards never report a recorded error, on the inline path or out of line; the next fallible call does",
+          "[guard]")
+{
+    const Context ctx = Context::create(Device::get(0));
+    const Context x = Context::create(Device::get(0));
+    const auto record = [&] { // a foreign change inside a guard records a mismatch on ctx
+        ContextGuard g(ctx);
+        REQUIRE(raw().cuCtxSetCurrent(x.native()) == CUDA_SUCCESS);
+    };
+    onNewThread([&] {
+        record();
+        CHECK_NOTHROW(ContextGuard(ctx)); // inline: ctx is the context this thread switched to last
+    });
+    onNewThread([&] {
+        CHECK_NOTHROW(ContextGuard(ctx)); // out of line: a thread new to cuctx
+        CHECK_NOTHROW(ContextGuard(ctx, cuctx::verifyCurrent));
+        {
+            ContextGuard outer(x);
+            CHECK_NOTHROW(ContextGuard(ctx)); // out of line: not the last context switched to
+        }
+    });
+    CHECK(cuctx::test::rawCurrent() == nullptr);
+    CHECK(errcOf([&] { ctx.synchronize(); }) == Errc::stack_mismatch); // reported once, here
+    CHECK_NOTHROW(ctx.checkRecordedError());
 }
