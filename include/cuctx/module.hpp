@@ -38,6 +38,13 @@ struct ModuleGlobal {
 class Module {
 public:
     Module() = default; ///< empty
+    Module(const Module&) = default;
+    Module(Module&&) noexcept = default;
+    /// Assignments let go of the module held before, then of its context handle (which may be the
+    /// last one): the unload needs the context, as in the destructor.
+    Module& operator=(const Module& other);
+    Module& operator=(Module&& other) noexcept;
+    ~Module() = default;
 
     /// Loads a file (PTX, cubin or fatbin, told from its content) into `context`. The file name is
     /// the module's label in errors.

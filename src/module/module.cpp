@@ -164,6 +164,23 @@ Module::Module(Context context, std::shared_ptr<ModuleState> state) noexcept
 {
 }
 
+Module& Module::operator=(Module&& other) noexcept
+{
+    if (this != &other) {
+        state_.reset(); // before the context handle, which may be the last one
+        context_ = std::move(other.context_);
+        state_ = std::move(other.state_);
+    }
+    return *this;
+}
+
+Module& Module::operator=(const Module& other)
+{
+    if (this != &other)
+        *this = Module(other);
+    return *this;
+}
+
 ModuleState& Module::state(const char* call) const
 {
     if (state_ == nullptr)

@@ -264,6 +264,9 @@ CUresult CUDAAPI fakeModuleUnload(CUmodule handle)
     if (m.live.erase(module) == 0)
         return CUDA_ERROR_INVALID_HANDLE;
     module->unloaded = true;
+    // The driver frees a context's modules with it: unloading one afterwards is too late.
+    if (module->context->destroyed.load())
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     return CUDA_SUCCESS;
 }
 

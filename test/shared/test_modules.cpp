@@ -8,14 +8,20 @@
 #include "cuctx/context_guard.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/launch.hpp"
+#include "cuctx/live_objects.hpp"
+#include "cuctx/log.hpp"
 #include "cuctx/module.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using cuctx::Context;
@@ -227,6 +233,68 @@ TEST_CASE("the last handle unloads the module in its context, on whichever threa
 #endif
 }
 
+namespace {
+
+// Errors cuctx logs while it lives (a destructor's failed unload or destroy has nowhere else to go).
+struct ErrorLog {
+    std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+    std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+    ErrorLog()
+    {
+        cuctx::setLogSink([lines = lines, mutex = mutex](cuctx::LogLevel level, std::string_view message) {
+            if (level >= cuctx::LogLevel::error) {
+                std::lock_guard lock(*mutex);
+                lines->emplace_back(message);
+            }
+        });
+    }
+    ~ErrorLog() { cuctx::setLogSink({}); }
+    std::vector<std::string> take()
+    {
+        std::lock_guard lock(*mutex);
+        return std::exchange(*lines, {});
+    }
+};
+
+} // namespace
+
+TEST_CASE("assigning over a Module that holds its context's last handle unloads it before the context goes", "[module]")
+{
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    ErrorLog errors;
+    SECTION("an empty Module")
+    {
+        Module m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        m = Module();
+        CHECK(!m);
+    }
+    SECTION("a module of another context")
+    {
+        Module m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        CHECK(m.native() != nullptr);
+    }
+    SECTION("a copy of another module")
+    {
+        Module m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        const Module other = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        m = other;
+        CHECK(m.native() == other.native());
+    }
+    SECTION("the same module through a copy")
+    {
+        Module m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());
+        const Module& self = m;
+        m = self;
+        CHECK(m.native() != nullptr);
+    }
+    CHECK(errors.take().empty());
+    CHECK(cuctx::liveObjects() == before);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == 0);
+#endif
+}
+
 TEST_CASE("launch checks arguments against the kernel's parameters", "[launch]")
 {
     Context ctx = Context::create(Device::get(0));
@@ -353,3 +421,4 @@ TEST_CASE("a failed cached load is not cached: the next request tries again", "[
     CHECK_THROWS_AS(Module::cached(ctx, bytes), cuctx::Error);
     CHECK(Module::cacheSize(ctx) == 0);
 }
+
