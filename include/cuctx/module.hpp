@@ -57,7 +57,9 @@ public:
 
     /// The module for this image content and these options in `context`, loaded once and shared by
     /// every thread of the process: concurrent first requests load it once and all get the same
-    /// module. The cache keeps its modules until clearCache() or the context's destruction.
+    /// module. A hit is for the same bytes (compared, not only digested; a PTX up to its first NUL)
+    /// and code-changing options. The cache keeps its modules, and a copy of their images, until
+    /// clearCache() or the context's destruction.
     static Module cached(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
                          std::string_view label = "image");
     static Module cachedFile(const Context& context, const std::filesystem::path& path, const JitOptions& options = {});

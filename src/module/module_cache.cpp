@@ -4,7 +4,9 @@
 #include "module/image_digest.hpp"
 #include "module/jit_marshal.hpp"
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -19,13 +21,16 @@ struct ModuleCacheTable {
         auto operator<=>(const Key&) const = default;
     };
     struct Entry {
+        std::vector<std::byte> image; // the bytes it is for: a digest match alone proves nothing
         std::mutex mutex;
         std::condition_variable loaded;
         bool loading = false;
         std::shared_ptr<ModuleState> module;
     };
+    // Images whose digests collide share a key: each has its own entry there.
+    using Entries = std::map<Key, std::vector<std::shared_ptr<Entry>>>;
     std::mutex mutex;
-    std::map<Key, std::shared_ptr<Entry>> entries;
+    Entries entries;
 };
 
 namespace {
@@ -43,19 +48,36 @@ ModuleCacheTable& tableOf(ContextState& context)
 
 } // namespace
 
+std::span<const std::byte> cacheBytes(std::span<const std::byte> image) noexcept
+{
+    // The driver reads PTX as a C string: what follows its first NUL (if any) is not part of it.
+    if (detectImageKind(image) == ImageKind::ptx)
+        if (const void* nul = std::memchr(image.data(), 0, image.size()); nul != nullptr)
+            return image.first(static_cast<std::size_t>(static_cast<const std::byte*>(nul) - image.data()));
+    return image;
+}
+
 std::shared_ptr<ModuleState> cachedModule(const Context& context, std::span<const std::byte> image,
                                           const JitOptions& options, const std::string& label)
 {
     ContextState& cs = checkedState(context, "cuctx::Module::cached");
     ModuleCacheTable& table = tableOf(cs);
+    image = cacheBytes(image);
     ModuleCacheTable::Key key{digestImage(image), jitFingerprint(options)};
     std::shared_ptr<ModuleCacheTable::Entry> entry;
     {
         std::lock_guard lock(table.mutex);
-        auto& slot = table.entries[std::move(key)];
-        if (slot == nullptr)
-            slot = std::make_shared<ModuleCacheTable::Entry>();
-        entry = slot;
+        auto& bucket = table.entries[std::move(key)];
+        for (const auto& candidate : bucket)
+            if (std::ranges::equal(candidate->image, image)) {
+                entry = candidate;
+                break;
+            }
+        if (entry == nullptr) {
+            entry = std::make_shared<ModuleCacheTable::Entry>();
+            entry->image.assign(image.begin(), image.end());
+            bucket.push_back(entry);
+        }
     }
     std::unique_lock lock(entry->mutex);
     while (true) {
@@ -92,10 +114,11 @@ std::size_t moduleCacheSize(ContextState& context) noexcept
         return 0;
     std::size_t n = 0;
     std::lock_guard lock(table->mutex);
-    for (auto& [key, entry] : table->entries) {
-        std::lock_guard entryLock(entry->mutex);
-        n += entry->module != nullptr ? 1 : 0;
-    }
+    for (auto& [key, bucket] : table->entries)
+        for (auto& entry : bucket) {
+            std::lock_guard entryLock(entry->mutex);
+            n += entry->module != nullptr ? 1 : 0;
+        }
     return n;
 }
 
@@ -104,7 +127,7 @@ void clearModuleCache(ContextState& context) noexcept
     ModuleCacheTable* table = context.moduleCache.load(std::memory_order_acquire);
     if (table == nullptr)
         return;
-    std::map<ModuleCacheTable::Key, std::shared_ptr<ModuleCacheTable::Entry>> dropped;
+    ModuleCacheTable::Entries dropped;
     {
         std::lock_guard lock(table->mutex);
         dropped.swap(table->entries);

@@ -1,6 +1,6 @@
 #pragma once
 
-// The per-context module cache: modules keyed by image digest and JIT-option fingerprint, shared
+// The per-context module cache: modules keyed by image bytes (found by digest) and JIT-option fingerprint, shared
 // by every thread that uses the context. Thread-safe. A context owns its cache (ContextState's
 // moduleCache); it is emptied (modules unloaded) just before the context is destroyed.
 
@@ -15,7 +15,13 @@
 
 namespace cuctx::detail {
 
-/// The cached module for `image` and `options` in `context`, loading it if no thread has yet.
+/// The bytes of `image` that make the module, which the cache compares: a PTX text up to its first
+/// NUL (the driver reads it as a C string), anything else whole.
+std::span<const std::byte> cacheBytes(std::span<const std::byte> image) noexcept;
+
+/// The cached module for `image` and `options` in `context`, loading it if no thread has yet. An
+/// entry is found by digest and then compared byte for byte, so that it never returns a module of
+/// other bytes: the cache keeps a copy of each image it holds a module for.
 /// Concurrent first requests load once: the others wait for that load and share its module; if it
 /// fails, each waiter tries again itself (and gets its own error).
 std::shared_ptr<ModuleState> cachedModule(const Context& context, std::span<const std::byte> image,

@@ -12,6 +12,8 @@
 #include "cuctx/log.hpp"
 #include "cuctx/module.hpp"
 
+#include "module/image_digest.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -422,3 +424,49 @@ TEST_CASE("a failed cached load is not cached: the next request tries again", "[
     CHECK(Module::cacheSize(ctx) == 0);
 }
 
+namespace {
+
+// The kernel a PTX text declares first (`.entry NAME(`).
+std::string firstEntry(const std::string& ptx)
+{
+    const std::size_t at = ptx.find(".entry ") + 7;
+    return ptx.substr(at, ptx.find('(', at) - at);
+}
+
+} // namespace
+
+TEST_CASE("the module cache never returns a module of other bytes, whatever their digest", "[cache]")
+{
+    // Two 149-byte PTX images built to have the same 128-bit digest (test/data/collision-*.ptx).
+    const std::string x = readText(testPtxPath().parent_path() / "collision-x.ptx");
+    const std::string y = readText(testPtxPath().parent_path() / "collision-y.ptx");
+    REQUIRE(x.size() == 149);
+    REQUIRE(x != y);
+    const auto bytesOf = [](const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); };
+    REQUIRE(cuctx::detail::digestImage(bytesOf(x)) == cuctx::detail::digestImage(bytesOf(y)));
+    Context ctx = Context::create(Device::get(0));
+    const Module mx = Module::cached(ctx, bytesOf(x), {}, "x");
+    const Module my = Module::cached(ctx, bytesOf(y), {}, "y");
+    CHECK(mx.native() != my.native());
+    CHECK(my.label() == "y");
+    CHECK(my.kernelNames() == std::vector<std::string>{firstEntry(y)});
+    CHECK(mx.kernelNames() == std::vector<std::string>{firstEntry(x)});
+    CHECK(Module::cacheSize(ctx) == 2);
+    // Both stay cached: each request finds its own.
+    CHECK(Module::cached(ctx, bytesOf(std::string(y))).native() == my.native());
+    CHECK(Module::cached(ctx, bytesOf(std::string(x))).native() == mx.native());
+    CHECK(Module::cacheSize(ctx) == 2);
+}
+
+TEST_CASE("the same PTX with and without its terminating NUL is one cache entry", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const std::string ptx = kernelsPtx();
+    const auto withoutNul = std::as_bytes(std::span(ptx.data(), ptx.size()));
+    const auto withNul = std::as_bytes(std::span(ptx.c_str(), ptx.size() + 1));
+    const Module a = Module::cached(ctx, withoutNul);
+    const Module b = Module::cached(ctx, withNul);
+    CHECK(a.native() == b.native());
+    CHECK(Module::cacheSize(ctx) == 1);
+    CHECK(Module::cached(ctx, withoutNul).native() == a.native());
+}
