@@ -2,7 +2,8 @@
 
 // cuctx::Module: a PTX, cubin or fatbin image loaded into one context. Shared ownership; thread-safe
 // (a loaded module does not change). The last handle (a Module, or a Function of it) unloads it with
-// its context current, whichever thread that is; a Module keeps its context alive.
+// its context current, whichever thread that is (inside a stream host callback, where the driver
+// refuses that, later: see Stream::hostCallback); a Module keeps its context alive.
 
 #include "cuctx/context.hpp"
 #include "cuctx/function.hpp"

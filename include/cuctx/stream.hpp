@@ -51,6 +51,11 @@ public:
     void wait(const Event& event) const;
     /// Runs `callback` on a driver thread once the work queued before it is done. It must not call
     /// CUDA. An exception it throws is kept and rethrown by the next synchronize(), never lost.
+    /// The driver refuses context calls there, so when the callback (or what it captured) drops the
+    /// last handle of a context, module, library, stream, event or buffer, cuctx does not destroy it
+    /// there: it is cleaned up later on an ordinary thread, by the next cuctx call that takes a
+    /// context, by Stream::synchronize, Event::synchronize or Context::synchronize (after the
+    /// wait), or at exit. Until then cuctx::liveObjects() still counts it.
     void hostCallback(std::function<void()> callback) const;
 
     int priority() const;

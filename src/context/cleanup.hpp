@@ -11,19 +11,26 @@
 namespace cuctx::detail {
 
 // Runs `call` (a driver call returning CUresult) with `context` current, from a destructor: no
-// cuctx record is touched, nothing throws; failures are logged.
+// cuctx record is touched, nothing throws; failures are logged. Returns false, having done nothing,
+// where the driver refuses context calls (CUDA_ERROR_NOT_PERMITTED: a host callback), so that the
+// caller can defer the work (deferred_cleanup.hpp); true otherwise.
 template <typename Call>
-void inContextForCleanup(ContextState& context, const char* what, Call call) noexcept
+bool inContextForCleanup(ContextState& context, const char* what, Call call) noexcept
 {
     const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
     if (d == nullptr)
-        return;              // a forked child: the driver refuses everything, and the parent still owns it
+        return true;         // a forked child: the driver refuses everything, and the parent still owns it
     CUcontext now = nullptr; // the driver's view, not cuctx's record: other code may have changed it
-    const bool current = d->cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == context.handle;
+    const CUresult got = d->cuCtxGetCurrent(&now);
+    if (got == CUDA_ERROR_NOT_PERMITTED)
+        return false;
+    const bool current = got == CUDA_SUCCESS && now == context.handle;
     if (!current) {
         if (const CUresult r = d->cuCtxPushCurrent(context.handle); r != CUDA_SUCCESS) {
+            if (r == CUDA_ERROR_NOT_PERMITTED)
+                return false;
             logError("{}: cuCtxPushCurrent of {} failed with {}", what, describeContext(context), resultName(r));
-            return;
+            return true;
         }
     }
     if (const CUresult r = call(*d); r != CUDA_SUCCESS)
@@ -34,6 +41,7 @@ void inContextForCleanup(ContextState& context, const char* what, Call call) noe
             logError("{}: popping {} after the call gave {} and {}", what, describeContext(context), resultName(r),
                      static_cast<const void*>(popped));
     }
+    return true;
 }
 
 } // namespace cuctx::detail

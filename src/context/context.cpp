@@ -1,6 +1,7 @@
 #include "cuctx/context.hpp"
 
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context_guard.hpp"
 #include "driver/check.hpp"
@@ -24,6 +25,7 @@ ContextState& checkedState(const Context& context, const char* call)
     if (state == nullptr)
         throwError(Errc::invalid_argument, call, "the Context handle is empty",
                    "Make one with Context::create, Context::primary or Context::green");
+    runDeferredCleanup(); // what host callbacks dropped (deferred_cleanup.hpp)
     throwSticky(*state);
     return *state;
 }
@@ -353,6 +355,7 @@ void Context::synchronize() const
     ContextState& s = detail::checkedState(*this, "cuctx::Context::synchronize");
     ContextGuard guard(*this);
     check(api().cuCtxSynchronize(), "cuCtxSynchronize", subjectOf(s));
+    detail::runDeferredCleanup(); // what the host callbacks that just ended dropped
 }
 
 void Context::checkRecordedError() const

@@ -1,5 +1,6 @@
 #include "context/context_state.hpp"
 
+#include "context/deferred_cleanup.hpp"
 #include "context/fence.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/process_report.hpp"
@@ -231,6 +232,10 @@ void releaseHandle(ContextState* state) noexcept
 {
     if (state->handles.fetch_sub(1, std::memory_order_acq_rel) != 1)
         return;
+    if (inHostCallback()) [[unlikely]] {
+        deferRelease(state); // the driver refuses the destruction here: later, on another thread
+        return;
+    }
     // The last handle: from now on only the uses that threads have counted can keep it alive.
     state->leaveFlags.fetch_or(ContextState::kOrphaned, std::memory_order_seq_cst);
     heavyFence();

@@ -3,6 +3,7 @@
 #include "cuctx/context_guard.hpp"
 
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "log.hpp"
@@ -54,11 +55,24 @@ LibraryState::~LibraryState()
 {
     if (library == nullptr)
         return;
-    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
-    if (d == nullptr)
-        return; // a forked child
-    if (const CUresult r = d->cuLibraryUnload(library); r != CUDA_SUCCESS)
-        logError("cuLibraryUnload of '{}' failed with {}", label, resultName(r));
+    auto unload = [l = library, label = label] {
+        const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+        if (d == nullptr)
+            return true; // a forked child
+        const CUresult r = d->cuLibraryUnload(l);
+        if (r == CUDA_ERROR_NOT_PERMITTED)
+            return false; // in a host callback
+        if (r != CUDA_SUCCESS)
+            logError("cuLibraryUnload of '{}' failed with {}", label, resultName(r));
+        return true;
+    };
+    if (inHostCallback() || !unload()) {
+        try {
+            deferCleanup(nullptr, unload);
+        } catch (...) {
+            // No memory for the queue's entry: the library leaks.
+        }
+    }
 }
 
 } // namespace detail

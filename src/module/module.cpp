@@ -4,6 +4,7 @@
 
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "live_counters.hpp"
@@ -54,10 +55,14 @@ ModuleState::~ModuleState()
 {
     if (module == nullptr)
         return;
-    CUmodule m = module;
-    inContextForCleanup(*context, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); });
-    g_liveModules.fetch_sub(1, std::memory_order_relaxed);
-    logTrace("unloaded module {} from {}", label, describeContext(*context));
+    ContextState* cs = context;
+    cleanupInContext(*cs, [cs, m = module, label = label] {
+        if (!inContextForCleanup(*cs, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); }))
+            return false;
+        g_liveModules.fetch_sub(1, std::memory_order_relaxed);
+        logTrace("unloaded module {} from {}", label, describeContext(*cs));
+        return true;
+    });
 }
 
 Subject moduleSubject(const ContextState& context, const std::string& name) noexcept

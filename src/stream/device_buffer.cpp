@@ -5,6 +5,7 @@
 
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "live_counters.hpp"
@@ -39,15 +40,22 @@ namespace detail {
 
 void DeviceAllocationTraits::destroy(const Context& context, DeviceRange range) noexcept
 {
-    inContextForCleanup(*ContextAccess::state(context), "cuMemFree",
-                        [p = range.address](const DriverApi& d) { return d.cuMemFree(p); });
-    g_liveBuffers.fetch_sub(1, std::memory_order_relaxed);
+    ContextState* cs = ContextAccess::state(context);
+    cleanupInContext(*cs, [cs, p = range.address] {
+        if (!inContextForCleanup(*cs, "cuMemFree", [p](const DriverApi& d) { return d.cuMemFree(p); }))
+            return false;
+        g_liveBuffers.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+    });
 }
 
 void IpcMappingTraits::destroy(const Context& context, DeviceRange range) noexcept
 {
-    inContextForCleanup(*ContextAccess::state(context), "cuIpcCloseMemHandle",
-                        [p = range.address](const DriverApi& d) { return d.cuIpcCloseMemHandle(p); });
+    ContextState* cs = ContextAccess::state(context);
+    cleanupInContext(*cs, [cs, p = range.address] {
+        return inContextForCleanup(*cs, "cuIpcCloseMemHandle",
+                                   [p](const DriverApi& d) { return d.cuIpcCloseMemHandle(p); });
+    });
 }
 
 } // namespace detail

@@ -5,6 +5,7 @@
 
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "live_counters.hpp"
@@ -17,9 +18,14 @@ namespace detail {
 
 void EventTraits::destroy(const Context& context, CUevent event) noexcept
 {
-    inContextForCleanup(*ContextAccess::state(context), "cuEventDestroy",
-                        [event](const DriverApi& d) { return d.cuEventDestroy(event); });
-    g_liveEvents.fetch_sub(1, std::memory_order_relaxed);
+    ContextState* cs = ContextAccess::state(context);
+    cleanupInContext(*cs, [cs, event] {
+        if (!inContextForCleanup(*cs, "cuEventDestroy",
+                                 [event](const DriverApi& d) { return d.cuEventDestroy(event); }))
+            return false;
+        g_liveEvents.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+    });
 }
 
 } // namespace detail
@@ -104,6 +110,7 @@ void Event::synchronize() const
     ContextGuard guard(owned_.context());
     detail::check(detail::api().cuEventSynchronize(owned_.get()), "cuEventSynchronize",
                   detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
+    detail::runDeferredCleanup(); // what the host callbacks that just ended dropped
 }
 
 float Event::elapsedMilliseconds(const Event& start, const Event& end)

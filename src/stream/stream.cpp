@@ -5,6 +5,7 @@
 
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
+#include "context/deferred_cleanup.hpp"
 #include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "live_counters.hpp"
@@ -34,6 +35,8 @@ struct CallbackPayload {
 
 void CUDA_CB runCallback(void* data) noexcept
 {
+    // First: the scope covers destroying what the callback captured, whose cleanup is deferred.
+    const HostCallbackScope inCallback;
     std::unique_ptr<CallbackPayload> payload(static_cast<CallbackPayload*>(data));
     try {
         payload->callback();
@@ -49,9 +52,14 @@ void CUDA_CB runCallback(void* data) noexcept
 
 void StreamTraits::destroy(const Context& context, CUstream stream) noexcept
 {
-    inContextForCleanup(*ContextAccess::state(context), "cuStreamDestroy",
-                        [stream](const DriverApi& d) { return d.cuStreamDestroy(stream); });
-    g_liveStreams.fetch_sub(1, std::memory_order_relaxed);
+    ContextState* cs = ContextAccess::state(context);
+    cleanupInContext(*cs, [cs, stream] {
+        if (!inContextForCleanup(*cs, "cuStreamDestroy",
+                                 [stream](const DriverApi& d) { return d.cuStreamDestroy(stream); }))
+            return false;
+        g_liveStreams.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+    });
 }
 
 } // namespace detail
@@ -89,6 +97,7 @@ void Stream::synchronize() const
     ContextGuard guard(owned_.context());
     detail::check(detail::api().cuStreamSynchronize(owned_.get()), "cuStreamSynchronize",
                   detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
+    detail::runDeferredCleanup(); // what the callbacks that just ended dropped
     std::exception_ptr failed;
     {
         std::lock_guard lock(callbacks_->mutex);

@@ -162,6 +162,9 @@ CUresult fake::enter(const char* name, bool needsInit)
     }
     if (s.initPid != 0 && s.initPid != getpid())
         return CUDA_ERROR_NOT_INITIALIZED; // a child forked after cuInit: poisoned for good
+    if (onCallbackThread() && name != std::string_view("cuDriverGetVersion") &&
+        name != std::string_view("cuGetErrorName") && name != std::string_view("cuGetErrorString"))
+        return CUDA_ERROR_NOT_PERMITTED; // inside a host callback: no CUDA calls
     if (needsInit && (!s.initialised || s.initFailed))
         return CUDA_ERROR_NOT_INITIALIZED;
     return CUDA_SUCCESS;
@@ -476,7 +479,10 @@ CUresult CUDAAPI fakeCtxSynchronize()
 {
     FAKE_ENTER("cuCtxSynchronize");
     FakeContext* c = nullptr;
-    return currentForWork(&c);
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    waitForCallbacks(nullptr); // (the fake's streams do not record their contexts' callbacks apart)
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI fakeCtxGetApiVersion(CUcontext ctx, unsigned int* version)

@@ -31,6 +31,12 @@ struct Export {
     void* function;
 };
 
+/// Whether this thread is the fake's host-callback thread, where the driver refuses context calls
+/// (CUDA_ERROR_NOT_PERMITTED, driver-facts.md "Sticky errors and host callbacks").
+bool onCallbackThread();
+/// Waits until every host callback queued so far on `stream` (any stream: nullptr) has returned.
+void waitForCallbacks(const void* stream);
+
 std::span<const Export> moduleExports();
 std::span<const Export> streamExports();
 void resetModules(); // under cuctx_fake_reset

@@ -2,16 +2,23 @@
 // once, in order, when it is queued (there is no device), so a stream is always idle and an event
 // is complete once recorded; what is modelled is the bookkeeping cuctx must get right: which
 // context each object belongs to, destruction, the flag rules (interprocess needs timing off), and
-// host callbacks, which run on the calling thread.
+// host callbacks, which run in order on a thread of their own, where every context call is refused
+// (CUDA_ERROR_NOT_PERMITTED, as measured on the H200); synchronising waits for them.
 
 #include "fake_driver.hpp"
 #include "fake_internal.hpp"
 
 #include <cuda.h>
 
+#include <unistd.h>
+
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 using namespace fake;
 
@@ -41,6 +48,73 @@ Streams& streams()
 {
     static auto* s = new Streams;
     return *s;
+}
+
+// The host-callback thread: started at the first callback (again in a forked child), never joined.
+struct Callbacks {
+    struct Item {
+        const void* stream;
+        CUhostFn fn;
+        void* data;
+    };
+    std::mutex mutex;
+    std::condition_variable queued;
+    std::condition_variable ran;
+    std::deque<Item> items;
+    std::map<const void*, long> pending; // per stream: queued or running
+    long enqueued = 0;
+    long finished = 0;
+    pid_t pid = 0;
+};
+
+thread_local bool t_callbackThread = false;
+
+Callbacks& callbacks()
+{
+    static auto* c = new Callbacks; // immortal: its thread runs until the process ends
+    return *c;
+}
+
+void serveCallbacks(Callbacks* c)
+{
+    t_callbackThread = true;
+    std::unique_lock lock(c->mutex);
+    for (;;) {
+        c->queued.wait(lock, [c] { return !c->items.empty(); });
+        const Callbacks::Item item = c->items.front();
+        c->items.pop_front();
+        lock.unlock();
+        item.fn(item.data);
+        lock.lock();
+        if (--c->pending[item.stream] == 0)
+            c->pending.erase(item.stream);
+        ++c->finished;
+        c->ran.notify_all();
+    }
+}
+
+void queueCallback(const void* stream, CUhostFn fn, void* data)
+{
+    Callbacks& c = callbacks();
+    std::lock_guard lock(c.mutex);
+    if (c.pid != getpid()) { // the first callback, or the first in a forked child (threads do not fork)
+        c.pid = getpid();
+        c.items.clear();
+        c.pending.clear();
+        c.enqueued = c.finished = 0;
+        std::thread(serveCallbacks, &c).detach();
+    }
+    c.items.push_back({stream, fn, data});
+    ++c.pending[stream];
+    ++c.enqueued;
+    c.queued.notify_one();
+}
+
+bool callbacksPending(const void* stream)
+{
+    Callbacks& c = callbacks();
+    std::lock_guard lock(c.mutex);
+    return c.pid == getpid() && c.pending.count(stream) != 0;
 }
 
 bool liveStream(CUstream s)
@@ -91,13 +165,18 @@ CUresult CUDAAPI fakeStreamDestroy(CUstream s)
 CUresult CUDAAPI fakeStreamSynchronize(CUstream s)
 {
     FAKE_ENTER("cuStreamSynchronize");
-    return liveStream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!liveStream(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    waitForCallbacks(s == nullptr ? nullptr : s);
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI fakeStreamQuery(CUstream s)
 {
     FAKE_ENTER("cuStreamQuery");
-    return liveStream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!liveStream(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return callbacksPending(s) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI fakeStreamWaitEvent(CUstream s, CUevent e, unsigned)
@@ -131,7 +210,7 @@ CUresult CUDAAPI fakeLaunchHostFunc(CUstream s, CUhostFn fn, void* data)
     FAKE_ENTER("cuLaunchHostFunc");
     if (!liveStream(s) || fn == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    fn(data); // the work before it is done already
+    queueCallback(s, fn, data); // the work before it is done already
     return CUDA_SUCCESS;
 }
 
@@ -187,7 +266,10 @@ CUresult CUDAAPI fakeEventQuery(CUevent e)
 CUresult CUDAAPI fakeEventSynchronize(CUevent e)
 {
     FAKE_ENTER("cuEventSynchronize");
-    return liveEvent(e) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (liveEvent(e) == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    waitForCallbacks(nullptr); // (events do not record which callbacks came before them)
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI fakeEventElapsedTime(float* ms, CUevent a, CUevent b)
@@ -386,6 +468,27 @@ const Export kStreamExports[] = {
 };
 
 } // namespace
+
+bool fake::onCallbackThread()
+{
+    return t_callbackThread;
+}
+
+void fake::waitForCallbacks(const void* stream)
+{
+    if (t_callbackThread)
+        return; // refused there anyway; waiting would wait for itself
+    Callbacks& c = callbacks();
+    std::unique_lock lock(c.mutex);
+    if (c.pid != getpid())
+        return;
+    if (stream != nullptr) {
+        c.ran.wait(lock, [&] { return c.pending.count(stream) == 0; });
+        return;
+    }
+    const long target = c.enqueued;
+    c.ran.wait(lock, [&] { return c.finished >= target; });
+}
 
 std::span<const Export> fake::streamExports()
 {

@@ -2,6 +2,7 @@
 // reads the PTX's declarations, and on the real driver, which compiles it.
 
 #include "driver_helpers.hpp"
+#include "log_helpers.hpp"
 #include "module_helpers.hpp"
 
 #include "cuctx/context.hpp"
@@ -9,7 +10,6 @@
 #include "cuctx/error.hpp"
 #include "cuctx/launch.hpp"
 #include "cuctx/live_objects.hpp"
-#include "cuctx/log.hpp"
 #include "cuctx/module.hpp"
 
 #include "module/image_digest.hpp"
@@ -18,8 +18,6 @@
 #include <atomic>
 #include <barrier>
 #include <filesystem>
-#include <memory>
-#include <mutex>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -235,35 +233,10 @@ TEST_CASE("the last handle unloads the module in its context, on whichever threa
 #endif
 }
 
-namespace {
-
-// Errors cuctx logs while it lives (a destructor's failed unload or destroy has nowhere else to go).
-struct ErrorLog {
-    std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
-    std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
-    ErrorLog()
-    {
-        cuctx::setLogSink([lines = lines, mutex = mutex](cuctx::LogLevel level, std::string_view message) {
-            if (level >= cuctx::LogLevel::error) {
-                std::lock_guard lock(*mutex);
-                lines->emplace_back(message);
-            }
-        });
-    }
-    ~ErrorLog() { cuctx::setLogSink({}); }
-    std::vector<std::string> take()
-    {
-        std::lock_guard lock(*mutex);
-        return std::exchange(*lines, {});
-    }
-};
-
-} // namespace
-
 TEST_CASE("assigning over a Module that holds its context's last handle unloads it before the context goes", "[module]")
 {
     const cuctx::LiveObjects before = cuctx::liveObjects();
-    ErrorLog errors;
+    cuctx::test::ErrorLog errors;
     SECTION("an empty Module")
     {
         Module m = Module::fromPtx(Context::create(Device::get(0)), kernelsPtx());

@@ -1,6 +1,8 @@
 // Streams, events, device buffers, SPMD workers and pipelines. Runs in both suites.
 
 #include "driver_helpers.hpp"
+#include "log_helpers.hpp"
+#include "module_helpers.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"
@@ -8,6 +10,7 @@
 #include "cuctx/error.hpp"
 #include "cuctx/event.hpp"
 #include "cuctx/live_objects.hpp"
+#include "cuctx/module.hpp"
 #include "cuctx/peer_access.hpp"
 #include "cuctx/pipeline.hpp"
 #include "cuctx/spmd.hpp"
@@ -15,6 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -327,4 +332,68 @@ TEST_CASE("RAII handles: a move transfers ownership, an assignment destroys what
         CHECK(cuctx::liveObjects().buffers == before.buffers);
     }
     CHECK(cuctx::liveObjects() == before);
+}
+
+namespace {
+
+// What a host callback holds the last handles of: a context and one object of each kind in it.
+struct HeldByCallback {
+    struct Signal {
+        std::promise<void> promise;
+        ~Signal() { promise.set_value(); }
+    } gone;          // declared first: destroyed last, once everything below is
+    Context context; // then the context, after what lives in it
+    cuctx::Module module;
+    Stream stream;
+    Event event;
+    DeviceBuffer buffer;
+
+    explicit HeldByCallback(const Context& c)
+        : context(c), module(cuctx::Module::fromPtx(c, cuctx::test::readText(cuctx::test::testPtxPath()))), stream(c),
+          event(c), buffer(c, 256)
+    {
+    }
+};
+
+} // namespace
+
+TEST_CASE("the last handles dropped inside a host callback are cleaned up outside it, and nothing leaks", "[stream]")
+{
+    cuctx::test::ErrorLog errors;
+    const LiveCounts beforeFake = live();
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const int modulesBefore = cuctx_fake_live_modules();
+    const int contextsBefore = cuctx_fake_live_contexts();
+#endif
+    Context host = Context::create(Device::get(0));
+    Stream stream(host); // the callback's stream: in another context, which the test keeps
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    std::promise<void> gate;
+    std::future<void> gone;
+    {
+        auto held = std::make_shared<HeldByCallback>(Context::create(Device::get(0)));
+        gone = held->gone.promise.get_future();
+        stream.hostCallback([held, opened = gate.get_future().share()] { opened.wait(); });
+    } // from here only the callback holds them: they go when it does, on the driver's callback thread
+    gate.set_value();
+    SECTION("synchronize() cleans up after the callback")
+    {
+        stream.synchronize();
+        CHECK(gone.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+    }
+    SECTION("the next cuctx call cleans up")
+    {
+        REQUIRE(gone.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+        CHECK(Stream(host).priority() == 0);
+    }
+    CHECK(cuctx::liveObjects() == before);
+    CHECK(errors.take().empty());
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == modulesBefore);
+    CHECK(cuctx_fake_live_contexts() == contextsBefore + 1); // host
+    CHECK(cuctx_fake_live_events() == beforeFake.events);
+    CHECK(cuctx_fake_live_allocations() == beforeFake.allocations);
+    CHECK(cuctx_fake_live_streams() == beforeFake.streams + 1); // stream
+#endif
+    (void)beforeFake;
 }
