@@ -24,7 +24,10 @@ const char* imageKindName(ImageKind kind) noexcept;
 
 /// Why `image` of `kind` cannot be handed to the driver, or an empty string when it can: the driver
 /// takes a cubin or fatbin without its size and would read past a truncated buffer, so cuctx checks
-/// that the headers' sizes fit in what it was given.
+/// that the image is of that kind and that everything its headers point to lies inside it (an ELF's
+/// section and program headers, with their standard entry sizes, and the contents of each section
+/// and segment; a fatbin's header and payload). A fatbin wrapper (__fatBinC_Wrapper_t, what nvcc
+/// embeds) is refused: it holds a pointer, not code. Any bytes and any kind are safe to pass.
 std::string checkImageBounds(std::span<const std::byte> image, ImageKind kind);
 
 } // namespace cuctx

@@ -105,6 +105,69 @@ TEST_CASE("truncated cubins and fatbins are refused before the driver reads past
     CHECK(cuctx::checkImageBounds({}, ImageKind::unknown).find("empty") != std::string::npos);
 }
 
+TEST_CASE("every kind's check refuses what is too short for it, an empty image included", "[image]")
+{
+    for (const ImageKind kind : {ImageKind::ptx, ImageKind::cubin, ImageKind::fatbin, ImageKind::unknown}) {
+        INFO(cuctx::imageKindName(kind));
+        CHECK_FALSE(cuctx::checkImageBounds({}, kind).empty());
+        CHECK_FALSE(cuctx::checkImageBounds(bytesOf("ab"), kind).empty());
+    }
+    // Bytes of another kind than the one claimed.
+    CHECK_FALSE(cuctx::checkImageBounds(elfHeader(0, 0), ImageKind::fatbin).empty());
+    CHECK_FALSE(cuctx::checkImageBounds(bytesOf(".version 8.0\n"), ImageKind::cubin).empty());
+    CHECK_FALSE(cuctx::checkImageBounds(elfHeader(0, 0), ImageKind::ptx).empty());
+    CHECK(cuctx::checkImageBounds(elfHeader(0, 0), ImageKind::cubin).empty());
+    CHECK(cuctx::checkImageBounds(bytesOf(".version 8.0\n"), ImageKind::ptx).empty());
+}
+
+TEST_CASE("a fatbin wrapper, which points into the program that embedded it, is refused", "[image]")
+{
+    const std::string wrapper("\xb1\x43\x62\x46", 4);
+    CHECK(cuctx::detectImageKind(bytesOf(wrapper)) == ImageKind::fatbin);
+    CHECK(cuctx::checkImageBounds(bytesOf(wrapper), ImageKind::fatbin).find("wrapper") != std::string::npos);
+    std::string whole = wrapper + std::string(20, '\x01'); // the wrapper's 24 bytes, with a pointer
+    CHECK(cuctx::checkImageBounds(bytesOf(whole), ImageKind::fatbin).find("wrapper") != std::string::npos);
+    const cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
+    const long loads = cuctx_fake_calls("cuModuleLoadDataEx");
+    CHECK_THROWS_AS(cuctx::Module::fromImage(ctx, bytesOf(whole)), cuctx::Error);
+    CHECK(cuctx_fake_calls("cuModuleLoadDataEx") == loads); // the driver never saw it
+}
+
+TEST_CASE("ELF images whose headers point past the end, or have the wrong entry sizes, are refused", "[image]")
+{
+    SECTION("no section count, and a section header offset past the end (extended numbering)")
+    {
+        const auto image = elfHeader(4096, 0);
+        CHECK(cuctx::checkImageBounds(image, ImageKind::cubin).find("section header") != std::string::npos);
+    }
+    SECTION("a segment whose contents lie past the end")
+    {
+        auto image = elfHeader(0, 0);
+        image.resize(64 + 56);
+        const std::uint64_t phoff = 64, offset = 64, fileSize = 4096;
+        const std::uint16_t phentsize = 56, phnum = 1;
+        const std::uint32_t load = 1;
+        std::memcpy(image.data() + 0x20, &phoff, 8);
+        std::memcpy(image.data() + 0x36, &phentsize, 2);
+        std::memcpy(image.data() + 0x38, &phnum, 2);
+        std::memcpy(image.data() + 64, &load, 4);
+        std::memcpy(image.data() + 64 + 0x08, &offset, 8);
+        std::memcpy(image.data() + 64 + 0x20, &fileSize, 8);
+        CHECK(cuctx::checkImageBounds(image, ImageKind::cubin).find("segment 0") != std::string::npos);
+        const std::uint64_t fits = 56;
+        std::memcpy(image.data() + 64 + 0x20, &fits, 8);
+        CHECK(cuctx::checkImageBounds(image, ImageKind::cubin).empty());
+    }
+    SECTION("a section header entry size of 16")
+    {
+        auto image = elfHeader(64, 2);
+        image.resize(64 + 2 * 64);
+        const std::uint16_t entsize = 16;
+        std::memcpy(image.data() + 0x3A, &entsize, 2);
+        CHECK(cuctx::checkImageBounds(image, ImageKind::cubin).find("entry size") != std::string::npos);
+    }
+}
+
 #ifdef CUCTX_HAVE_TEST_CUBINS
 TEST_CASE("the toolkit's own cubin and fatbin pass the bounds check, and fail it when cut", "[image]")
 {
