@@ -79,8 +79,7 @@ void endSentence(std::string& m)
         m.push_back('.');
 }
 
-std::string composeMessage(const ErrorInfo& info, long tid, const std::string& threadName,
-                           const std::source_location& where)
+std::string composeMessage(const ErrorInfo& info, long tid, const std::string& threadName, const SourceLocation& where)
 {
     std::string m;
     if (!info.call.empty())
@@ -154,7 +153,7 @@ std::string_view resultDescription(int result) noexcept
     return entry != nullptr ? entry->description : "a value that cuda.h does not define";
 }
 
-Error::Error(ErrorInfo info, std::source_location where)
+Error::Error(ErrorInfo info, SourceLocation where)
     : std::system_error(codeFor(info)), info_(std::move(info)), threadId_(static_cast<long>(gettid())),
       threadName_(currentThreadName()), where_(where)
 {

@@ -5,6 +5,7 @@
 
 #include "cuctx/context_options.hpp"
 #include "cuctx/device.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -26,7 +27,7 @@ class ContextGuard;
 /// last owner destroys it (or releases its primary retain), but never while a thread has it entered through cuctx: then
 /// the destruction waits for that use to end (docs/contexts.md). A copy costs an atomic increment on a line that every
 /// owner shares, so hot paths should take `const Context&`.
-class Context {
+class CUCTX_API Context {
 public:
     /// An empty handle.
     Context() noexcept = default;

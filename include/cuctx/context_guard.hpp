@@ -5,6 +5,7 @@
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_state.hpp"
 #include "cuctx/detail/thread_top.hpp"
+#include "cuctx/export.hpp"
 
 namespace cuctx {
 
@@ -21,7 +22,7 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// the driver allows. A guard never throws an error recorded on its context (on no path): the
 /// context's next fallible call does. While the guard lives, the context cannot be destroyed. Neither copyable nor
 /// movable; no heap allocation after the thread's first guard.
-class ContextGuard {
+class CUCTX_API ContextGuard {
 public:
     CUCTX_ALWAYS_INLINE explicit ContextGuard(const Context& context)
     {

@@ -2,6 +2,8 @@
 
 // cuctx::ContextOptions: how Context::create makes a context. A value type.
 
+#include "cuctx/export.hpp"
+
 namespace cuctx {
 
 /// How a host thread waits for the GPU in this context (the CU_CTX_SCHED_* flags).
@@ -12,7 +14,7 @@ enum class SchedulePolicy {
     blockingSync, ///< CU_CTX_SCHED_BLOCKING_SYNC: sleep on a synchronisation primitive
 };
 
-struct ContextOptions {
+struct CUCTX_API ContextOptions {
     SchedulePolicy schedule = SchedulePolicy::automatic;
     bool keepLocalMemory = false; ///< CU_CTX_LMEM_RESIZE_TO_MAX
     bool coredump = false;        ///< CU_CTX_COREDUMP_ENABLE

@@ -4,6 +4,7 @@
 // function acts on the calling thread.
 
 #include "cuctx/context.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -14,7 +15,7 @@
 
 namespace cuctx {
 
-class ContextStack {
+class CUCTX_API ContextStack {
 public:
     /// One entry that cuctx put on this thread's stack, bottom first in snapshot().
     struct Entry {

@@ -29,6 +29,7 @@
 #include "cuctx/process_report.hpp"
 #include "cuctx/rank_binding.hpp"
 #include "cuctx/report_on_signal.hpp"
+#include "cuctx/source_location.hpp"
 #include "cuctx/spmd.hpp"
 #include "cuctx/stream.hpp"
 #include "cuctx/version.hpp"

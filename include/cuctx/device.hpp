@@ -3,6 +3,7 @@
 // cuctx::Device: one of the devices the driver sees. Thread-safe (a value: an ordinal and a handle).
 
 #include "cuctx/device_properties.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -13,7 +14,7 @@
 
 namespace cuctx {
 
-class Device {
+class CUCTX_API Device {
 public:
     /// The number of devices the driver sees (CUDA_VISIBLE_DEVICES applies). Loads the driver;
     /// 0 never happens: a driver without devices is an Errc::no_device error.

@@ -5,6 +5,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_owned.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/ipc_handle.hpp"
 
 #include <cuda.h>
@@ -24,17 +25,17 @@ struct DeviceRange {
     std::size_t bytes = 0;
     friend bool operator==(const DeviceRange&, const DeviceRange&) = default;
 };
-struct DeviceAllocationTraits {
+struct CUCTX_API DeviceAllocationTraits {
     using Handle = DeviceRange;
     static void destroy(const Context& context, DeviceRange range) noexcept; // cuMemFree
 };
-struct IpcMappingTraits {
+struct CUCTX_API IpcMappingTraits {
     using Handle = DeviceRange;
     static void destroy(const Context& context, DeviceRange range) noexcept; // cuIpcCloseMemHandle
 };
 } // namespace detail
 
-class DeviceBuffer {
+class CUCTX_API DeviceBuffer {
 public:
     DeviceBuffer() = default; ///< empty
     DeviceBuffer(const Context& context, std::size_t bytes);
@@ -88,7 +89,7 @@ private:
 
 /// Another process's device memory, mapped into a context of this one (cuIpcOpenMemHandle);
 /// unmapped when it goes. Move-only RAII.
-class IpcMemory {
+class CUCTX_API IpcMemory {
 public:
     IpcMemory() = default;
     IpcMemory(const Context& context, const IpcMemHandle& handle);

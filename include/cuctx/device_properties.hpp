@@ -2,13 +2,14 @@
 
 // cuctx::DeviceProperties: a snapshot of what a backend asks a device. A value type.
 
+#include "cuctx/export.hpp"
 #include <cstddef>
 #include <string>
 
 namespace cuctx {
 
 /// Read in one go by Device::properties(); sizes in bytes, clocks in kHz.
-struct DeviceProperties {
+struct CUCTX_API DeviceProperties {
     int ordinal = 0;
     std::string name;
     std::string uuid;     ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it

@@ -3,6 +3,7 @@
 // cuctx::diagnose: checks of this process's CUDA set-up, each explained in one sentence with what to
 // do about it (what `cuctx-inspect doctor` prints). Thread-safe; never throws cuctx::Error.
 
+#include "cuctx/export.hpp"
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@ namespace cuctx {
 enum class Severity { ok, note, warning, error };
 
 /// "ok", "note", "warning", "error".
-const char* severityName(Severity severity) noexcept;
+CUCTX_API const char* severityName(Severity severity) noexcept;
 
 struct Finding {
     std::string check; ///< which check: "driver", "loader-path", "devices", "visible-devices",
@@ -31,9 +32,9 @@ struct DiagnosisOptions {
 
 /// Runs every check, in the order of Finding::check's list. Loads the driver if nobody has yet;
 /// creates no context.
-std::vector<Finding> diagnose(const DiagnosisOptions& options = {});
+CUCTX_API std::vector<Finding> diagnose(const DiagnosisOptions& options = {});
 
 /// The worst severity among `findings` (ok for none).
-Severity worstSeverity(const std::vector<Finding>& findings) noexcept;
+CUCTX_API Severity worstSeverity(const std::vector<Finding>& findings) noexcept;
 
 } // namespace cuctx

@@ -2,6 +2,7 @@
 
 // cuctx::Driver: the runtime-loaded CUDA driver. Thread-safe.
 
+#include "cuctx/export.hpp"
 #include <string>
 
 namespace cuctx {
@@ -12,7 +13,7 @@ enum class Errc;
 /// cuctx start (and can say what is missing) on machines without a GPU or driver. Loading happens
 /// once, on the first call that needs the driver or on load(); a failed load is remembered and
 /// reported again, until setLibraryPath() names another library.
-class Driver {
+class CUCTX_API Driver {
 public:
     /// Where loading looks, or looked: the path given to setLibraryPath(), else $CUCTX_DRIVER_PATH,
     /// else "libcuda.so.1" (found by the dynamic loader's usual search).

@@ -2,7 +2,8 @@
 
 // cuctx::Error: the one exception type cuctx throws. Thread-safe (an immutable value).
 
-#include <source_location>
+#include "cuctx/export.hpp"
+#include "cuctx/source_location.hpp"
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,19 +26,19 @@ enum class Errc {
 };
 
 /// The category of Errc values ("cuctx").
-const std::error_category& errorCategory() noexcept;
+CUCTX_API const std::error_category& errorCategory() noexcept;
 /// The category of CUresult values ("cuda"): Error::code() uses it for driver failures. Its
 /// equivalent() maps CUresults onto the Errc conditions above, so `e.code() == Errc::no_device`
 /// holds for CUDA_ERROR_NO_DEVICE.
-const std::error_category& driverCategory() noexcept;
+CUCTX_API const std::error_category& driverCategory() noexcept;
 
-std::error_condition make_error_condition(Errc e) noexcept;
+CUCTX_API std::error_condition make_error_condition(Errc e) noexcept;
 
 /// The symbolic name of a CUresult ("CUDA_ERROR_INVALID_CONTEXT"), from cuctx's own table since
 /// the stub driver returns none. A value cuda.h does not define gives "unknown CUresult".
-std::string_view resultName(int result) noexcept;
+CUCTX_API std::string_view resultName(int result) noexcept;
 /// A one-sentence description of a CUresult, from the same table.
-std::string_view resultDescription(int result) noexcept;
+CUCTX_API std::string_view resultDescription(int result) noexcept;
 
 /// Everything an Error says. Fields left empty are left out of the message.
 struct ErrorInfo {
@@ -52,9 +53,9 @@ struct ErrorInfo {
 /// The exception cuctx throws. The message is composed once, when the error is created, so the
 /// success path never formats anything. It names the call, the CUresult with its name, the object,
 /// the thread (id and name) and where in cuctx the failure was seen.
-class Error : public std::system_error {
+class CUCTX_API Error : public std::system_error {
 public:
-    explicit Error(ErrorInfo info, std::source_location where = std::source_location::current());
+    explicit Error(ErrorInfo info, SourceLocation where = SourceLocation::current());
 
     Errc condition() const noexcept { return info_.condition; }
     /// The CUresult, or 0 when the failure did not come from the driver.
@@ -66,7 +67,7 @@ public:
     /// The kernel thread id (gettid) of the thread that saw the failure.
     long threadId() const noexcept { return threadId_; }
     const std::string& threadName() const noexcept { return threadName_; }
-    const std::source_location& where() const noexcept { return where_; }
+    const SourceLocation& where() const noexcept { return where_; }
 
     /// The whole message: what failed, on what, why, where, and what to do.
     const char* what() const noexcept override { return message_.c_str(); }
@@ -76,7 +77,7 @@ private:
     std::string message_;
     long threadId_;
     std::string threadName_;
-    std::source_location where_;
+    SourceLocation where_;
 };
 
 } // namespace cuctx

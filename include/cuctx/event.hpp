@@ -5,6 +5,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_owned.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/ipc_handle.hpp"
 
 #include <cuda.h>
@@ -14,7 +15,7 @@ namespace cuctx {
 class Stream;
 
 namespace detail {
-struct EventTraits {
+struct CUCTX_API EventTraits {
     using Handle = CUevent;
     static void destroy(const Context& context, CUevent event) noexcept; // cuEventDestroy
 };
@@ -30,7 +31,7 @@ struct EventOptions {
     bool interprocess = false;
 };
 
-class Event {
+class CUCTX_API Event {
 public:
     Event() = default; ///< empty
     explicit Event(const Context& context, const EventOptions& options = {});

@@ -4,6 +4,7 @@
 // member may be called from any thread (attribute setters change the kernel for all of them).
 
 #include "cuctx/context.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -47,7 +48,7 @@ struct BlockSizeSuggestion {
     int blockSize = 0;
 };
 
-class Function {
+class CUCTX_API Function {
 public:
     Function() = default; ///< empty
     explicit operator bool() const noexcept { return data_ != nullptr; }

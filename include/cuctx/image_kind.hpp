@@ -2,6 +2,7 @@
 
 // cuctx::ImageKind: what a module image is, told from its first bytes. Thread-safe (pure functions).
 
+#include "cuctx/export.hpp"
 #include <cstddef>
 #include <span>
 #include <string>
@@ -17,10 +18,10 @@ enum class ImageKind {
 
 /// The kind of `image`, from its magic numbers (ELF, fatbin header, fatbin wrapper) or, for PTX, a
 /// `.version` directive before any other token (comments and blank space skipped).
-ImageKind detectImageKind(std::span<const std::byte> image) noexcept;
+CUCTX_API ImageKind detectImageKind(std::span<const std::byte> image) noexcept;
 
 /// "ptx", "cubin", "fatbin", "unknown".
-const char* imageKindName(ImageKind kind) noexcept;
+CUCTX_API const char* imageKindName(ImageKind kind) noexcept;
 
 /// Why `image` of `kind` cannot be handed to the driver, or an empty string when it can: the driver
 /// takes a cubin or fatbin without its size and would read past a truncated buffer, so cuctx checks
@@ -28,6 +29,6 @@ const char* imageKindName(ImageKind kind) noexcept;
 /// section and program headers, with their standard entry sizes, and the contents of each section
 /// and segment; a fatbin's header and payload). A fatbin wrapper (__fatBinC_Wrapper_t, what nvcc
 /// embeds) is refused: it holds a pointer, not code. Any bytes and any kind are safe to pass.
-std::string checkImageBounds(std::span<const std::byte> image, ImageKind kind);
+CUCTX_API std::string checkImageBounds(std::span<const std::byte> image, ImageKind kind);
 
 } // namespace cuctx

@@ -2,6 +2,7 @@
 
 // cuctx::launch: a type-safe kernel launch. Thread-safe (as the driver's launch is).
 
+#include "cuctx/export.hpp"
 #include "cuctx/function.hpp"
 #include "cuctx/launch_config.hpp"
 
@@ -13,8 +14,8 @@ namespace cuctx {
 namespace detail {
 /// Checks the arguments against the kernel's parameters (count and sizes, where the driver reports
 /// them), enters the function's context (no driver call when it is current) and launches.
-void launchPacked(const Function& function, const LaunchConfig& config, void** arguments, const std::size_t* sizes,
-                  std::size_t count);
+CUCTX_API void launchPacked(const Function& function, const LaunchConfig& config, void** arguments,
+                            const std::size_t* sizes, std::size_t count);
 
 template <typename T>
 constexpr bool launchableArgument = std::is_trivially_copyable_v<T> && !std::is_array_v<T> &&

@@ -5,6 +5,7 @@
 // thread-safe.
 
 #include "cuctx/context.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/function.hpp"
 #include "cuctx/jit_options.hpp"
 
@@ -24,7 +25,7 @@ namespace detail {
 struct LibraryState;
 }
 
-class Library {
+class CUCTX_API Library {
 public:
     Library() = default; ///< empty
 

@@ -3,6 +3,8 @@
 // cuctx::liveObjects: how many driver objects cuctx has made and not yet destroyed, in this process.
 // For leak checks (cuctx-stress, a backend's own tests) and diagnostics. Thread-safe.
 
+#include "cuctx/export.hpp"
+
 namespace cuctx {
 
 struct LiveObjects {
@@ -14,6 +16,6 @@ struct LiveObjects {
     bool operator==(const LiveObjects&) const = default;
 };
 
-LiveObjects liveObjects() noexcept;
+CUCTX_API LiveObjects liveObjects() noexcept;
 
 } // namespace cuctx

@@ -3,6 +3,7 @@
 // cuctx's logging controls. Thread-safe. (spdlog stays out of public headers: an embedding program
 // hands in a sink callback, or registers its own spdlog logger named "cuctx" before cuctx logs.)
 
+#include "cuctx/export.hpp"
 #include <functional>
 #include <string_view>
 
@@ -12,8 +13,8 @@ enum class LogLevel { trace, debug, info, warn, error, critical, off };
 
 /// The level below which cuctx logs nothing. Starts from $CUCTX_LOG_LEVEL (trace, debug, info,
 /// warn, error, critical, off; default warn). At trace, every context transition is logged.
-void setLogLevel(LogLevel level) noexcept;
-LogLevel logLevel() noexcept;
+CUCTX_API void setLogLevel(LogLevel level) noexcept;
+CUCTX_API LogLevel logLevel() noexcept;
 
 /// Receives each message cuctx logs (already formatted, without a newline). Called from the thread
 /// that logs, possibly from many threads at once: the sink must be thread-safe. cuctx holds no lock
@@ -22,6 +23,6 @@ LogLevel logLevel() noexcept;
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 /// Sends cuctx's log to `sink` instead of stderr; an empty sink restores stderr.
-void setLogSink(LogSink sink);
+CUCTX_API void setLogSink(LogSink sink);
 
 } // namespace cuctx

@@ -6,6 +6,7 @@
 // refuses that, later: see Stream::hostCallback); a Module keeps its context alive.
 
 #include "cuctx/context.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/function.hpp"
 #include "cuctx/image_kind.hpp"
 #include "cuctx/jit_options.hpp"
@@ -36,7 +37,7 @@ struct ModuleGlobal {
     std::size_t bytes = 0;
 };
 
-class Module {
+class CUCTX_API Module {
 public:
     Module() = default; ///< empty
     Module(const Module&) = default;

@@ -5,6 +5,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/device.hpp"
+#include "cuctx/export.hpp"
 
 #include <vector>
 
@@ -21,7 +22,7 @@ struct PeerLink {
     bool arrayAccess = false;     ///< CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED
 };
 
-class PeerAccess {
+class CUCTX_API PeerAccess {
 public:
     static PeerLink link(const Device& from, const Device& to);
     /// Every ordered pair of distinct devices.

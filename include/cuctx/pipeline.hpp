@@ -6,6 +6,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/event.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/stream.hpp"
 
 #include <cstddef>
@@ -14,7 +15,7 @@
 
 namespace cuctx {
 
-class Pipeline {
+class CUCTX_API Pipeline {
 public:
     struct Stage {
         Context context;

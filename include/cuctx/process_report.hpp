@@ -9,6 +9,7 @@
 #include "cuctx/device_properties.hpp"
 #include "cuctx/diagnosis.hpp"
 #include "cuctx/driver.hpp"
+#include "cuctx/export.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/peer_access.hpp"
 
@@ -50,7 +51,7 @@ struct ThreadSnapshot {
     unsigned depth = 0; ///< all of this thread's entries: how deep its cuctx stack is
 };
 
-struct ProcessReport {
+struct CUCTX_API ProcessReport {
     long pid = 0;
     std::string time; ///< when it was taken, UTC, ISO 8601
     std::string cuctxVersion;
@@ -79,6 +80,6 @@ struct ReportOptions {
 /// Takes the report. Loads the driver if nobody has yet; creates no context and changes no
 /// thread's stack. In a child forked after CUDA was initialised it reports the fork as the driver's
 /// state, and reads the registry only if no thread held its lock at the fork (never waits).
-ProcessReport processReport(const ReportOptions& options = {});
+CUCTX_API ProcessReport processReport(const ReportOptions& options = {});
 
 } // namespace cuctx

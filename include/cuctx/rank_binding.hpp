@@ -4,6 +4,7 @@
 // use, from its launcher's environment. Thread-safe (pure functions, and the environment read once).
 
 #include "cuctx/context.hpp"
+#include "cuctx/export.hpp"
 
 #include <map>
 #include <optional>
@@ -12,7 +13,7 @@
 
 namespace cuctx {
 
-struct RankBinding {
+struct CUCTX_API RankBinding {
     int localRank = 0;      ///< this process's rank on this node
     std::string source;     ///< the variable it came from, e.g. "OMPI_COMM_WORLD_LOCAL_RANK"
     int ordinal = 0;        ///< the device to use, as the driver numbers the visible devices
@@ -24,21 +25,21 @@ struct RankBinding {
 
 /// The launcher variables cuctx reads, in the order it reads them: Open MPI, MPICH/Hydra (and Intel
 /// MPI), Slurm, torchrun and similar.
-const std::vector<std::string>& localRankVariables();
+CUCTX_API const std::vector<std::string>& localRankVariables();
 
 /// The binding for `environment` (name -> value) and `visibleDevices` devices. Where
 /// CUDA_VISIBLE_DEVICES names exactly one device (the launcher gave each rank its own), every rank
 /// uses ordinal 0; otherwise the local rank is the ordinal, and a local rank with no device of its
 /// own is an Errc::invalid_argument error that says how many there are and what to do. No launcher
 /// variable: local rank 0, from "(none)".
-RankBinding bindRank(const std::map<std::string, std::string>& environment, int visibleDevices);
+CUCTX_API RankBinding bindRank(const std::map<std::string, std::string>& environment, int visibleDevices);
 
 /// bindRank over this process's environment and the driver's device count.
-RankBinding bindRank();
+CUCTX_API RankBinding bindRank();
 
 /// Devices other than `ownOrdinal` whose primary context is active in this process: a rank that
 /// touched another rank's device (a stray cudaSetDevice, a library's default of device 0) costs that
 /// device memory and may break exclusive compute modes.
-std::vector<int> strayPrimaryContexts(int ownOrdinal);
+CUCTX_API std::vector<int> strayPrimaryContexts(int ownOrdinal);
 
 } // namespace cuctx

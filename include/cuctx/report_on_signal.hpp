@@ -5,6 +5,7 @@
 // handler only writes one byte to a pipe (async-signal-safe); a thread of its own takes the report,
 // so the sink may allocate, lock and log. One at a time per process. Not movable.
 
+#include "cuctx/export.hpp"
 #include "cuctx/process_report.hpp"
 
 #include <atomic>
@@ -15,7 +16,7 @@
 
 namespace cuctx {
 
-class ReportOnSignal {
+class CUCTX_API ReportOnSignal {
 public:
     using Sink = std::function<void(const ProcessReport&)>;
 

@@ -5,6 +5,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_owned.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -18,7 +19,7 @@ class Event;
 
 namespace detail {
 struct StreamCallbacks;
-struct StreamTraits {
+struct CUCTX_API StreamTraits {
     using Handle = CUstream;
     static void destroy(const Context& context, CUstream stream) noexcept; // cuStreamDestroy
 };
@@ -31,7 +32,7 @@ struct StreamOptions {
     int priority = 0;
 };
 
-class Stream {
+class CUCTX_API Stream {
 public:
     Stream() = default; ///< empty
     /// A new stream in `context`; a priority outside the context's range is an error naming it.

@@ -5,6 +5,7 @@
 
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/export.hpp"
 
 #include <cuda.h>
 
@@ -22,13 +23,13 @@ namespace cuctx::testing {
 /// ("cuModuleLoadDataEx") return `result` without reaching the driver, on any thread. Works on the
 /// real driver: the first call routes every entry of cuctx's driver table through a counting hook
 /// (a few ns per call). Throws Errc::invalid_argument for a symbol cuctx does not use.
-void failNthCall(const std::string& symbol, int nth, CUresult result);
+CUCTX_API void failNthCall(const std::string& symbol, int nth, CUresult result);
 /// Forgets every failure not yet delivered.
-void clearInjectedFailures() noexcept;
+CUCTX_API void clearInjectedFailures() noexcept;
 
 namespace detail {
-std::string describeStack(); // this thread's stack, bottom first, and the driver's current context
-[[noreturn]] void stackChanged(const std::string& before, const std::string& after);
+CUCTX_API std::string describeStack(); // this thread's stack, bottom first, and the driver's current context
+[[noreturn]] CUCTX_API void stackChanged(const std::string& before, const std::string& after);
 } // namespace detail
 
 /// Runs `f` and throws Errc::invalid_state, showing both, if it leaves this thread's context stack

@@ -4,6 +4,7 @@
 // CUDA was initialised cannot use CUDA at all (driver-facts.md), so workers are started by exec
 // (posix_spawn): a fresh program that initialises CUDA itself. Move-only; thread-bound.
 
+#include "cuctx/export.hpp"
 #include <sys/types.h>
 
 #include <map>
@@ -12,7 +13,7 @@
 
 namespace cuctx {
 
-class WorkerProcess {
+class CUCTX_API WorkerProcess {
 public:
     WorkerProcess() = default;
     /// Starts `argv[0]` (searched in PATH) with `argv`, this environment plus `extraEnvironment`.

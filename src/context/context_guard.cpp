@@ -43,8 +43,7 @@ void ContextGuard::pushFailed(const Context& context, CUresult result)
         enter(context, false); // the inline path may not call the driver now: the slow one knows why
         return;
     }
-    detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*frame_.state),
-                             std::source_location::current());
+    detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*frame_.state), SourceLocation::current());
 }
 
 void ContextGuard::popFailed(CUresult result, CUcontext popped) noexcept

@@ -11,7 +11,7 @@ namespace cuctx::detail {
 namespace {
 
 Error mismatchError(std::string who, std::string detail, std::string hint, const ContextState& state,
-                    std::source_location where = std::source_location::current())
+                    SourceLocation where = SourceLocation::current())
 {
     ErrorInfo info;
     info.condition = Errc::stack_mismatch;
@@ -71,7 +71,7 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     const CUresult r = api().cuCtxPushCurrent(state->handle);
     if (r != CUDA_SUCCESS) [[unlikely]] {
         ThreadState::endUse(slot.uses, state);
-        throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), std::source_location::current());
+        throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), SourceLocation::current());
     }
     frame.state = state;
     frame.uses = &slot.uses;

@@ -55,12 +55,12 @@ std::string describe(const Subject& subject)
     return text;
 }
 
-void throwDriverError(CUresult result, const char* call, const Subject& subject, std::source_location where)
+void throwDriverError(CUresult result, const char* call, const Subject& subject, SourceLocation where)
 {
     throwDriverError(result, call, subject, where, {}, {});
 }
 
-void throwDriverError(CUresult result, const char* call, const Subject& subject, std::source_location where,
+void throwDriverError(CUresult result, const char* call, const Subject& subject, SourceLocation where,
                       std::string detail, std::string hint)
 {
     ErrorInfo info;
@@ -83,7 +83,7 @@ void throwDriverError(CUresult result, const char* call, const Subject& subject,
 }
 
 void throwError(Errc condition, std::string call, std::string detail, std::string hint, const Subject& subject,
-                std::source_location where)
+                SourceLocation where)
 {
     ErrorInfo info;
     info.condition = condition;

@@ -6,8 +6,8 @@
 
 #include <cuda.h>
 
+#include "cuctx/source_location.hpp"
 #include <cstdint>
-#include <source_location>
 
 namespace cuctx::detail {
 
@@ -25,15 +25,14 @@ std::string describe(const Subject& subject);
 
 /// Throws the Error for a failed driver call: classifies the CUresult (stub library, no device, a
 /// fork after initialisation) and adds what to do about it.
-[[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject,
-                                   std::source_location where);
+[[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject, SourceLocation where);
 
 /// The same, with what cuctx found (a JIT log, the kernels a module has) and what to do.
-[[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject,
-                                   std::source_location where, std::string detail, std::string hint = {});
+[[noreturn]] void throwDriverError(CUresult result, const char* call, const Subject& subject, SourceLocation where,
+                                   std::string detail, std::string hint = {});
 
 inline void check(CUresult result, const char* call, const Subject& subject = {},
-                  std::source_location where = std::source_location::current())
+                  SourceLocation where = SourceLocation::current())
 {
     if (result != CUDA_SUCCESS) [[unlikely]]
         throwDriverError(result, call, subject, where);
@@ -41,6 +40,6 @@ inline void check(CUresult result, const char* call, const Subject& subject = {}
 
 /// Throws a cuctx-level Error (no CUresult).
 [[noreturn]] void throwError(Errc condition, std::string call, std::string detail, std::string hint = {},
-                             const Subject& subject = {}, std::source_location where = std::source_location::current());
+                             const Subject& subject = {}, SourceLocation where = SourceLocation::current());
 
 } // namespace cuctx::detail

@@ -134,7 +134,7 @@ const DriverApi& loadActiveApi()
     return *loaded;
 }
 
-void requireEntry(const void* entry, const char* field, std::source_location where)
+void requireEntry(const void* entry, const char* field, SourceLocation where)
 {
     if (entry != nullptr) [[likely]]
         return;

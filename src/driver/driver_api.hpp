@@ -5,6 +5,8 @@
 // the typedef it is called through (cudaTypedefs.h's PFN_<name>_v<version>): asking for a symbol
 // at another version silently returns another ABI (driver-facts.md).
 
+#include "driver/cuda_version.hpp"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -140,8 +142,5 @@ const DriverEntry* findDriverEntry(const char* field) noexcept;
 
 /// Every row, in table order (for tests that walk the whole table).
 std::span<const DriverEntry> driverEntries() noexcept;
-
-/// "12.5" for 12050.
-std::string formatCudaVersion(int version);
 
 } // namespace cuctx::detail

@@ -4,8 +4,8 @@
 
 #include "driver/driver_api.hpp"
 
+#include "cuctx/source_location.hpp"
 #include <atomic>
-#include <source_location>
 
 namespace cuctx::detail {
 
@@ -28,6 +28,6 @@ inline const DriverApi& api()
 
 /// Throws Errc::driver_too_old, naming the CUDA version the entry needs and the driver's, when an
 /// Optional entry (`field` of DriverApi) is missing from the installed driver.
-void requireEntry(const void* entry, const char* field, std::source_location where = std::source_location::current());
+void requireEntry(const void* entry, const char* field, SourceLocation where = SourceLocation::current());
 
 } // namespace cuctx::detail

@@ -37,7 +37,7 @@ std::string resolvedPathOf(void* handle)
 }
 
 Error makeError(Errc condition, int result, std::string call, std::string object, std::string detail, std::string hint,
-                std::source_location where = std::source_location::current())
+                SourceLocation where = SourceLocation::current())
 {
     ErrorInfo info;
     info.condition = condition;
@@ -49,8 +49,7 @@ Error makeError(Errc condition, int result, std::string call, std::string object
     return Error(std::move(info), where);
 }
 
-Error stubError(const std::string& resolved, const char* call,
-                std::source_location where = std::source_location::current())
+Error stubError(const std::string& resolved, const char* call, SourceLocation where = SourceLocation::current())
 {
     return makeError(Errc::stub_driver, CUDA_ERROR_STUB_LIBRARY, call, resolved,
                      "this is the CUDA toolkit's stub libcuda.so, which only satisfies the linker; every call "
@@ -75,11 +74,6 @@ const DriverEntry* findDriverEntry(const char* field) noexcept
         if (std::string_view(e.field) == field)
             return &e;
     return nullptr;
-}
-
-std::string formatCudaVersion(int version)
-{
-    return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
 LoadedDriver::LoadedDriver(void* handle, std::string path) noexcept : resolvedPath(std::move(path)), handle_(handle) {}

@@ -94,7 +94,7 @@ void Function::setMaxDynamicSharedMemory(int bytes) const
     if (r != CUDA_SUCCESS)
         detail::throwDriverError(
             r, "cuFuncSetAttribute", detail::moduleSubject(*detail::ContextAccess::state(f.context), f.name),
-            std::source_location::current(),
+            SourceLocation::current(),
             "setting kernel '" + f.name + "''s dynamic shared memory limit to " + std::to_string(bytes) + " bytes",
             "The limit cannot exceed the device's shared memory per block (opt-in) minus the "
             "kernel's static shared memory");

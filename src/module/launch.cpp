@@ -113,11 +113,11 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
         r = d.cuLaunchKernelEx(&config, f.function, arguments, nullptr);
     }
     if (r != CUDA_SUCCESS) [[unlikely]]
-        throwDriverError(
-            r, call, moduleSubject(*ContextAccess::state(f.context), f.name), std::source_location::current(),
-            "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) + ", block " +
-                dims(c.block) + ", " + std::to_string(c.sharedBytes) + " bytes of dynamic shared memory",
-            launchHint(r));
+        throwDriverError(r, call, moduleSubject(*ContextAccess::state(f.context), f.name), SourceLocation::current(),
+                         "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) +
+                             ", block " + dims(c.block) + ", " + std::to_string(c.sharedBytes) +
+                             " bytes of dynamic shared memory",
+                         launchHint(r));
 }
 
 } // namespace cuctx::detail

@@ -42,8 +42,7 @@ std::shared_ptr<LibraryState> loadLibrary(std::span<const std::byte> image, cons
         std::string detail = std::string("loading ") + imageKindName(kind) + " '" + label + "' as a library failed";
         if (const std::string log = jit.errorLog(); !log.empty())
             detail += "; the JIT's log:\n" + log;
-        throwDriverError(r, "cuLibraryLoadData", Subject{.name = label.c_str()}, std::source_location::current(),
-                         detail);
+        throwDriverError(r, "cuLibraryLoadData", Subject{.name = label.c_str()}, SourceLocation::current(), detail);
     }
     state->infoLog = jit.infoLog();
     return state;
@@ -106,7 +105,7 @@ Function Library::function(const Context& context, std::string_view name) const
     const CUresult r = d.cuLibraryGetKernel(&kernel, s.library, wanted.c_str());
     if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuLibraryGetKernel", detail::Subject{.name = s.label.c_str()},
-                                 std::source_location::current(),
+                                 SourceLocation::current(),
                                  "no kernel named '" + wanted + "' in library '" + s.label +
                                      "'; its kernels: " + detail::kernelList([this] { return kernelNames(); }),
                                  "C++ kernels have mangled names unless declared extern \"C\"");

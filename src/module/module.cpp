@@ -122,7 +122,7 @@ std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const 
         state->module = nullptr;
         const Subject s = moduleSubject(cs, label);
         throwDriverError(
-            r, "cuModuleLoadDataEx", s, std::source_location::current(),
+            r, "cuModuleLoadDataEx", s, SourceLocation::current(),
             withLog(std::string("loading ") + imageKindName(kind) + " '" + label + "' failed", jit.errorLog()),
             loadHint(r));
     }
@@ -242,7 +242,7 @@ Function Module::function(std::string_view name) const
     const CUresult r = detail::api().cuModuleGetFunction(&f, s.module, wanted.c_str());
     if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuModuleGetFunction", detail::moduleSubject(*s.context, s.label),
-                                 std::source_location::current(),
+                                 SourceLocation::current(),
                                  "no kernel named '" + wanted + "' in " + imageKindName(s.kind) + " '" + s.label +
                                      "'; its kernels: " + detail::kernelList([this] { return kernelNames(); }),
                                  "C++ kernels have mangled names unless declared extern \"C\"");
@@ -274,7 +274,7 @@ ModuleGlobal Module::global(std::string_view name) const
     const CUresult r = detail::api().cuModuleGetGlobal(&g.address, &g.bytes, s.module, wanted.c_str());
     if (r == CUDA_ERROR_NOT_FOUND)
         detail::throwDriverError(r, "cuModuleGetGlobal", detail::moduleSubject(*s.context, s.label),
-                                 std::source_location::current(),
+                                 SourceLocation::current(),
                                  "no global variable named '" + wanted + "' in '" + s.label + "'",
                                  "C++ variables have mangled names unless declared extern \"C\"");
     detail::check(r, "cuModuleGetGlobal", detail::moduleSubject(*s.context, wanted));

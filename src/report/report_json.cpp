@@ -3,7 +3,7 @@
 #include "cuctx/device.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/module.hpp"
-#include "driver/driver_api.hpp"
+#include "driver/cuda_version.hpp"
 #include "report/report_format.hpp"
 
 #include <optional>

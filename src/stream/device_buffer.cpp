@@ -70,7 +70,7 @@ DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes)
     CUdeviceptr address = 0;
     const CUresult r = detail::api().cuMemAlloc(&address, bytes);
     if (r != CUDA_SUCCESS)
-        detail::throwDriverError(r, "cuMemAlloc", detail::subjectOf(cs), std::source_location::current(),
+        detail::throwDriverError(r, "cuMemAlloc", detail::subjectOf(cs), SourceLocation::current(),
                                  "allocating " + std::to_string(bytes) + " bytes");
     owned_ = detail::ContextOwned<detail::DeviceAllocationTraits>(context, {address, bytes});
     detail::g_liveBuffers.fetch_add(1, std::memory_order_relaxed);
@@ -193,7 +193,7 @@ IpcMemory::IpcMemory(const Context& context, const IpcMemHandle& handle)
     CUdeviceptr address = 0;
     const CUresult r = detail::api().cuIpcOpenMemHandle(&address, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (r != CUDA_SUCCESS)
-        detail::throwDriverError(r, "cuIpcOpenMemHandle", detail::subjectOf(cs), std::source_location::current(),
+        detail::throwDriverError(r, "cuIpcOpenMemHandle", detail::subjectOf(cs), SourceLocation::current(),
                                  "opening another process's memory handle",
                                  "A process cannot open its own handles; the memory must still be allocated in the "
                                  "process that made the handle");

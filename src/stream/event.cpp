@@ -68,7 +68,7 @@ void Event::record(const Stream& stream) const
     if (r != CUDA_SUCCESS)
         detail::throwDriverError(
             r, "cuEventRecord", detail::subjectOf(*detail::ContextAccess::state(stream.context())),
-            std::source_location::current(),
+            SourceLocation::current(),
             "recording an event of " + detail::describeContext(*detail::ContextAccess::state(owned_.context())) +
                 " on a stream of " + detail::describeContext(*detail::ContextAccess::state(stream.context())),
             "An event is recorded on a stream of its own context; other contexts wait on it "

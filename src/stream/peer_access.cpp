@@ -51,7 +51,7 @@ bool PeerAccess::enable(const Context& from, const Context& to)
     if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
         return false;
     if (r != CUDA_SUCCESS)
-        detail::throwDriverError(r, "cuCtxEnablePeerAccess", detail::subjectOf(f), std::source_location::current(),
+        detail::throwDriverError(r, "cuCtxEnablePeerAccess", detail::subjectOf(f), SourceLocation::current(),
                                  "enabling access from " + detail::describeContext(f) + " to " +
                                      detail::describeContext(t),
                                  r == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED

@@ -2,7 +2,7 @@
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
-#include "driver/driver_state.hpp"
+#include "raw_driver.hpp"
 
 #include <alloca.h>
 
@@ -106,7 +106,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 
 GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int rounds)
 {
-    const auto& d = detail::api();
+    const auto& d = tools::rawDriver();
     GuardCosts c;
     ContextBinding binding(home);
     PinToCurrentCpu pin;
@@ -155,7 +155,7 @@ GuardCosts measureGuards(const Context& home, const Context& other, long iterati
 
 SharedCosts measureShared(const Context& shared, int threads, long tasks, bool ownContextsToo)
 {
-    const auto& d = detail::api();
+    const auto& d = tools::rawDriver();
     SharedCosts c;
     const CUcontext sharedHandle = shared.native();
     auto rawPairs = [&](CUcontext handle, long n) {
@@ -192,7 +192,7 @@ SharedCosts measureShared(const Context& shared, int threads, long tasks, bool o
 
 LaunchCosts measureLaunch(const Context& context, const Function& empty, long launches, long batch)
 {
-    const auto& d = detail::api();
+    const auto& d = tools::rawDriver();
     ContextBinding binding(context); // a worker with its context bound, as a backend runs kernels
     const CUfunction raw = empty.native();
     const LaunchConfig config{.grid = {1, 1, 1}, .block = {1, 1, 1}};
@@ -224,7 +224,7 @@ LaunchCosts measureLaunch(const Context& context, const Function& empty, long la
 
 CacheCosts measureModuleCache(const Context& context, std::span<const std::byte> image, long hits, int loads)
 {
-    const auto& d = detail::api();
+    const auto& d = tools::rawDriver();
     ContextBinding binding(context);
     const Module first = Module::cached(context, image, {}, "bench");
     const auto t0 = Clock::now();
@@ -251,7 +251,7 @@ CacheCosts measureModuleCache(const Context& context, std::span<const std::byte>
 
 LifetimeCosts measureLifetimes(const Device& device, int rounds)
 {
-    const auto& d = detail::api();
+    const auto& d = tools::rawDriver();
     LifetimeCosts c;
     std::vector<double> raw, wrapped;
     for (int i = 0; i < rounds; ++i) {

@@ -18,7 +18,7 @@
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
-#include "driver/driver_state.hpp"
+#include "raw_driver.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -106,7 +106,7 @@ void peerCopies(const Options& o, std::vector<Row>& rows, bool& allCorrect)
     if (n == 1)
         contexts.push_back(Context::create(Device::get(0))); // two contexts of the one device
     const std::size_t bytes = o.megabytes << 20;
-    const auto& api = detail::api();
+    const auto& api = tools::rawDriver();
     for (std::size_t from = 0; from < contexts.size(); ++from) {
         for (std::size_t to = 0; to < contexts.size(); ++to) {
             if (from == to)

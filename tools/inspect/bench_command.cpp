@@ -2,7 +2,7 @@
 // machine, raw driver against cuctx in the same run (docs/schema/inspect-bench.schema.json).
 
 #include "command_line.hpp"
-#include "driver/driver_api.hpp"
+#include "driver/cuda_version.hpp"
 #include "measure.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"

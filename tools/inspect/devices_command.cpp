@@ -1,7 +1,7 @@
 // cuctx-inspect devices: the driver and every device (docs/schema/inspect-devices.schema.json).
 
 #include "command_line.hpp"
-#include "driver/driver_api.hpp"
+#include "driver/cuda_version.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 

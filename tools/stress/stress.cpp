@@ -18,7 +18,7 @@
 //                     [--churn-interval-ms N] [--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]
 
 #include "cuctx/cuctx.hpp"
-#include "driver/driver_state.hpp"
+#include "raw_driver.hpp"
 
 #include <unistd.h>
 
@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -49,6 +50,20 @@ constexpr int kOpWeights[opCount] = {40, 20, 15, 10, 8, 4, 3};
 
 enum class Bug { none, wrongRestore, noPop };
 
+// The kernels when --ptx is not given: beside the executable in the build tree, else where the
+// install puts them relative to it (CUCTX_STRESS_PTX: ../share/cuctx/kernels.ptx from bin/). No
+// path of the machine that built it is compiled in.
+std::string defaultPtx()
+{
+    std::error_code error;
+    const std::filesystem::path dir = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
+    if (error)
+        return "kernels.ptx";
+    if (std::filesystem::exists(dir / "kernels.ptx", error))
+        return dir / "kernels.ptx";
+    return (dir / CUCTX_STRESS_PTX).lexically_normal();
+}
+
 struct Options {
     unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     double seconds = 10;
@@ -56,7 +71,7 @@ struct Options {
     unsigned long seed = 1;
     int contexts = 3;
     long churnIntervalMs = 1000;
-    std::string ptx = CUCTX_STRESS_PTX;
+    std::string ptx = defaultPtx();
     bool json = false;
     Bug bug = Bug::none;
 };
@@ -91,7 +106,7 @@ struct Shared {
 CUcontext driverCurrent()
 {
     CUcontext c = nullptr;
-    (void)detail::api().cuCtxGetCurrent(&c);
+    (void)tools::rawDriver().cuCtxGetCurrent(&c);
     return c;
 }
 
@@ -101,14 +116,14 @@ class BrokenGuard {
 public:
     BrokenGuard(const Context& context, const Context& wrong, Bug bug) : bug_(bug), wrong_(wrong)
     {
-        (void)detail::api().cuCtxPushCurrent(context.native());
+        (void)tools::rawDriver().cuCtxPushCurrent(context.native());
     }
     ~BrokenGuard()
     {
         CUcontext popped = nullptr;
         if (bug_ == Bug::wrongRestore) {
-            (void)detail::api().cuCtxPopCurrent(&popped);
-            (void)detail::api().cuCtxSetCurrent(wrong_.native()); // "restores" the wrong context
+            (void)tools::rawDriver().cuCtxPopCurrent(&popped);
+            (void)tools::rawDriver().cuCtxSetCurrent(wrong_.native()); // "restores" the wrong context
         }
         // Bug::noPop: leaves its push on the stack
     }
@@ -167,10 +182,10 @@ private:
                 s_.violation("nest: a guard left another context current than it found");
                 while (driverCurrent() != before && ContextStack::depth() == 0 && driverCurrent() != nullptr) {
                     CUcontext c = nullptr;
-                    (void)detail::api().cuCtxPopCurrent(&c); // repair, so that the run goes on
+                    (void)tools::rawDriver().cuCtxPopCurrent(&c); // repair, so that the run goes on
                 }
                 if (before == nullptr)
-                    (void)detail::api().cuCtxSetCurrent(nullptr);
+                    (void)tools::rawDriver().cuCtxSetCurrent(nullptr);
             }
             return;
         }

@@ -11,6 +11,7 @@
 // as little as it can: what a frame can read from its context's state, it does not copy; the top is
 // one pointer; the driver's entry points are never null.
 
+#include "cuctx/export.hpp"
 #include <cuda.h>
 
 #include <atomic>
@@ -56,10 +57,10 @@ inline bool ownsHandle(const Frame& frame) noexcept
 /// A placeholder context no Context refers to (only its address is used): the bottom frame's, and
 /// the recent context of a thread that has none, so that neither ever matches a guard's context (an
 /// empty Context's included) and the inline checks need no test for null.
-extern ContextState g_placeholderContext;
+extern CUCTX_API ContextState g_placeholderContext;
 /// Where a thread's frames end: the top names it when cuctx has no entry on the thread, so that the
 /// top is never null. Its context is the placeholder.
-extern Frame g_bottomFrame;
+extern CUCTX_API Frame g_bottomFrame;
 
 struct ThreadTop {
     // The top frame; the elided guard's check reads its context through it (a dependent load, which
@@ -89,7 +90,7 @@ struct ThreadTop {
 #else
 #define CUCTX_TLS_INITIAL_EXEC
 #endif
-extern constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
+extern CUCTX_API constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
 
 /// The driver's push and pop for the inline switching guard, set once the driver is loaded. Where
 /// that guard must not call the driver itself, they are cuctx's diversions, which return kDiverted
@@ -100,8 +101,8 @@ extern constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
 /// before calling. Two plain pointers rather than one to a pair: each costs one load.
 using PushFn = CUresult(CUDAAPI*)(CUcontext);
 using PopFn = CUresult(CUDAAPI*)(CUcontext*);
-extern constinit std::atomic<PushFn> g_push;
-extern constinit std::atomic<PopFn> g_pop;
+extern CUCTX_API constinit std::atomic<PushFn> g_push;
+extern CUCTX_API constinit std::atomic<PopFn> g_pop;
 /// Returned by the diversions; within CUresult's range, and no driver result.
 inline constexpr CUresult kDiverted = static_cast<CUresult>(1000);
 
@@ -141,7 +142,7 @@ inline void forgetRecent() noexcept
 /// Out of line, rare: the last use of a context on this thread ended.
 // Marked cold so that their call sites, inlined into every guard, cost the hot path nothing (no
 // registers kept for them, no code in the way): measured, 0.5-1 ns of a switching guard.
-[[gnu::cold]] void lastUseOnThread(ContextState* state) noexcept;
-[[gnu::cold]] void lastUseEnded(ContextState* state) noexcept;
+[[gnu::cold]] CUCTX_API void lastUseOnThread(ContextState* state) noexcept;
+[[gnu::cold]] CUCTX_API void lastUseEnded(ContextState* state) noexcept;
 
 } // namespace cuctx::detail

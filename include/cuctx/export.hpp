@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// CUCTX_API marks what libcuctx exports: the public API, and the few internals that ContextGuard's
+// inline code reaches (detail::t_top, g_push, g_pop, lastUseOnThread...). The library is built
+// with hidden visibility, so anything without it stays inside the library. Programs that link the
+// static library see the same declarations; the attribute changes nothing for them.
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CUCTX_API __attribute__((visibility("default")))
+#else
+#define CUCTX_API
+#endif

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+#include "driver/cuda_version.hpp"
+
+namespace cuctx::detail {
+
+std::string formatCudaVersion(int version)
+{
+    return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+} // namespace cuctx::detail

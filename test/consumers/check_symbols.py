@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""libcuctx.so exports its public API and the few internals ContextGuard's inline code reaches, and
+nothing else of cuctx::detail, spdlog or fmt (nm -D --defined-only, demangled).
+
+usage: check_symbols.py LIBCUCTX
+"""
+import re
+import subprocess
+import sys
+
+lib = sys.argv[1]
+nm = subprocess.run(["nm", "-D", "--defined-only", "-C", lib], capture_output=True, text=True, check=True).stdout
+symbols = [line.split(" ", 2)[2] for line in nm.splitlines() if line.count(" ") >= 2]
+
+# What the inline guard, the launch template, testing.hpp and ContextOwned's destroy calls need.
+allowed_detail = re.compile(
+    r"cuctx::detail::(t_top|g_push|g_pop|g_placeholderContext|g_bottomFrame|lastUseOnThread|lastUseEnded"
+    r"|launchPacked|stackChanged|describeStack|toHex|fromHex|(DeviceAllocation|IpcMapping|Event|Stream)Traits::destroy)\b")
+failures = []
+for s in symbols:
+    name = s.split("(")[0]  # the symbol's own name, not its parameters' types
+    if "cuctx::detail::" in name and not allowed_detail.search(name):
+        failures.append("an internal is exported: " + s)
+    # spdlog's classes carry default visibility of their own, so their RTTI (vague linkage) shows;
+    # no spdlog or fmt function may.
+    if re.search(r"\bspdlog::|\bfmt::", name) and not name.startswith(("typeinfo", "vtable")):
+        failures.append("a private dependency's function is exported: " + s)
+for needed in ["cuctx::Context::create(", "cuctx::ContextGuard::enter(", "cuctx::Error::Error(",
+               "typeinfo for cuctx::Error", "cuctx::detail::t_top", "cuctx::detail::lastUseOnThread("]:
+    if not any(s.startswith(needed) for s in symbols):
+        failures.append("not exported: " + needed)
+detail = sum("cuctx::detail::" in s for s in symbols)
+print(f"{len(symbols)} symbols exported, {detail} of them cuctx::detail")
+for f in failures[:40]:
+    print("FAIL " + f)
+sys.exit(1 if failures else 0)
