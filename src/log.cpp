@@ -50,11 +50,21 @@ private:
 
 std::shared_ptr<spdlog::logger> makeStderrLogger()
 {
-    // A logger that the program registered under our name before we first logged is used as is.
+    // A logger that the program registered under our name before we first logged is used as is, at
+    // the level the program gave it.
     if (auto existing = spdlog::get("cuctx"))
         return existing;
     auto made = std::make_shared<spdlog::logger>("cuctx", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     made->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [cuctx] [%l] [tid %t] %v");
+    made->set_level(spdlog::level::trace); // cuctx filters by its own level (CUCTX_LOG_LEVEL) first
+    // In spdlog's registry, so that spdlog::get("cuctx") and spdlog::set_level reach it. Where the
+    // program registers the name at this very moment, its logger is the one used.
+    try {
+        spdlog::register_logger(made);
+    } catch (const spdlog::spdlog_ex&) {
+        if (auto existing = spdlog::get("cuctx"))
+            return existing;
+    }
     return made;
 }
 
@@ -79,8 +89,7 @@ spdlog::logger& logger()
     std::lock_guard lock(s.mutex);
     if (!s.logger)
         s.logger = makeStderrLogger();
-    s.logger->set_level(spdlog::level::trace); // cuctx filters by its own level before this point
-    return *s.logger;                          // kept alive: a replaced logger is retired, never destroyed while in use
+    return *s.logger; // kept alive: a replaced logger is retired, never destroyed while in use
 }
 
 } // namespace cuctx::detail
@@ -102,12 +111,13 @@ void setLogSink(LogSink sink)
 {
     auto& s = detail::slot();
     std::shared_ptr<spdlog::logger> next;
-    if (sink)
+    if (sink) {
         next = std::make_shared<spdlog::logger>("cuctx", std::make_shared<detail::CallbackSink>(std::move(sink)));
-    else
-        next = detail::makeStderrLogger();
-    if (sink)
         next->set_pattern("%v");
+        next->set_level(spdlog::level::trace); // cuctx filters by its own level first
+    } else {
+        next = detail::makeStderrLogger();
+    }
     std::lock_guard lock(s.mutex);
     // A thread may be logging through the old logger right now: keep it alive for the process.
     static auto* retired = new std::vector<std::shared_ptr<spdlog::logger>>;
