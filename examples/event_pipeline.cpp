@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A pipeline of stages on different contexts (one per device, or several on one device), chained by
 // events: each stage waits for the previous one's event for the same item, never for the host.
 //

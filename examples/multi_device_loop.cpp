@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One process driving every device by explicit context switching: the first of the three models.
 // Each device's work is queued inside a guard on its primary context; the host waits at the end.
 //

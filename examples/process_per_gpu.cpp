@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One process per GPU: the third model. Run it under a launcher (mpirun -np 4, srun, torchrun): each
 // process finds its local rank in the launcher's environment, binds its own device, checks that it
 // has touched no other device, and reports. Built with MPI (-Dmpi=enabled) it also gathers every

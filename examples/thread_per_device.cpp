@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One worker thread per device (SPMD): the second model. Each worker has its device's primary
 // context bound for its whole life, so its launches and guards make no context switch; a worker
 // that fails stops the others and its exception reaches main.

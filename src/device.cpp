@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/device.hpp"
 
 #include "driver/check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/error.hpp"
 
 #include "driver/error_names.hpp"

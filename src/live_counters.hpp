@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The counters behind cuctx::liveObjects(): incremented when a driver object is made, decremented

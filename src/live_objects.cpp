@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/live_objects.hpp"
 
 #include "context/context_state.hpp"

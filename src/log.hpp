@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx's one named logger ("cuctx"). A disabled level costs one relaxed atomic load.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Context: shared ownership of a CUDA context. Thread-safe: handles may be copied, moved and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::ContextBinding: a worker thread's context for the life of a scope. Thread-bound.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::ContextGuard: a context current on this thread for one scope. Thread-bound.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::ContextStack: the calling thread's context stack as cuctx knows it. Thread-bound: every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Device: one of the devices the driver sees. Thread-safe (a value: an ordinal and a handle).

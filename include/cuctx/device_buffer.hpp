@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::DeviceBuffer: device memory of one context (cuMemAlloc). Move-only RAII; copies are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::DeviceProperties: a snapshot of what a backend asks a device. A value type.

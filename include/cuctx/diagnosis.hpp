@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::diagnose: checks of this process's CUDA set-up, each explained in one sentence with what to

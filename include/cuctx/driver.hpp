@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Driver: the runtime-loaded CUDA driver. Thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Error: the one exception type cuctx throws. Thread-safe (an immutable value).

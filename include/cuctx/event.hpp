@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Event: a CUDA event of one context. Move-only RAII; recording and waiting are thread-safe

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Function: a kernel of a loaded Module or Library, in one context. Thread-safe: every

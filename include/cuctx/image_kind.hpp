@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::ImageKind: what a module image is, told from its first bytes. Thread-safe (pure functions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::IpcEventHandle and cuctx::IpcMemHandle: what one process hands another to share an event

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::JitOptions: how the driver compiles PTX when a module is loaded. A value type.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::launch: a type-safe kernel launch. Thread-safe (as the driver's launch is).

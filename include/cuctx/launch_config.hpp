@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::LaunchConfig: the shape of a kernel launch. A value type.

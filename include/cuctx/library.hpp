@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Library: a context-independent module (cuLibraryLoadData, CUDA 12.0+), loaded once and

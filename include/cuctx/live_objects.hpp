@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::liveObjects: how many driver objects cuctx has made and not yet destroyed, in this process.

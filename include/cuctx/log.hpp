@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx's logging controls. Thread-safe. (spdlog stays out of public headers: an embedding program

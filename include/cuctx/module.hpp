@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Module: a PTX, cubin or fatbin image loaded into one context. Shared ownership; thread-safe

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::PeerAccess: which devices can reach each other's memory, and enabling that between

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Pipeline: stages on different contexts or devices, chained by events: each stage's work for

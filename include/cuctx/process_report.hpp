@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::processReport: what cuctx-inspect shows, for the running process, plus cuctx's registry:

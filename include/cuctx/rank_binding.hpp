@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::RankBinding: which device a process of a multi-process job (MPI, Slurm, torchrun) should

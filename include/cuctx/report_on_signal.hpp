@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::ReportOnSignal: takes a cuctx::processReport() whenever the process receives a signal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::runOnEach: one worker thread per context (the seeds' SPMD model), each with its context

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::Stream: a CUDA stream of one context. Move-only RAII; thread-safe for enqueueing (as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::testing: what cuctx's own thread-safety harness uses, for backends to test their code the

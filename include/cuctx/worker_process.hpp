@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx::WorkerProcess: a child process started safely for CUDA work. A child made by fork() after

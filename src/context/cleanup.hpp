@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Driver calls made from destructors, which must run with a given context current and must not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // How cuctx's own code reaches the state behind a Context handle.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/context_guard.hpp"
 
 #include "context/context_access.hpp"

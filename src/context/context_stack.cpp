@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/context_stack.hpp"
 
 #include "context/context_access.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "context/context_state.hpp"
 
 #include "context/deferred_cleanup.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The shared state behind every cuctx::Context handle, and the registry of threads that use

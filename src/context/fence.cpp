@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "context/fence.hpp"
 
 #include "driver/driver_state.hpp"

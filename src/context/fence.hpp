@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // An asymmetric fence: the rare side (orphaning a context) pays for a full barrier on every thread of

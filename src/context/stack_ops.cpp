@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "context/stack_ops.hpp"
 
 #include "context/context_access.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The push and pop that guards, ContextStack and adoptions share: each keeps cuctx's frames and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "context/thread_state.hpp"
 
 #include "context/context_access.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // What cuctx knows about the calling thread: its frames (cuctx/detail/thread_top.hpp) above a `base`

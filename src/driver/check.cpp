@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "driver/check.hpp"
 
 #include "driver/fork_state.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The checking layer: a CUresult becomes a cuctx::Error, composed only on failure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/driver.hpp"
 
 #include "context/fence.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The driver's function table: the only place that names driver entry points. Each entry is

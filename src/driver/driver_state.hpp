@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The process-wide driver: loaded once, then reached through one atomic pointer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx's own table of CUresult names and descriptions: the stub driver answers cuGetErrorName

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx::testing::failNthCall on any driver: a second driver table whose every entry is a hook that
 // counts down its entry's pending failure and otherwise calls the real entry. Installing it swaps
 // the active table (an atomic pointer every call reads), so threads see either table, both valid.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "driver/fork_state.hpp"
 
 #include "cuctx/error.hpp"

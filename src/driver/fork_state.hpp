@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Fork detection: a child forked after its parent initialised CUDA gets CUDA_ERROR_NOT_INITIALIZED

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "driver/loader.hpp"
 
 #include "driver/check.hpp"

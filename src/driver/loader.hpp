@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Opening one driver library and resolving its table. Stateless: the process-wide driver in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A 128-bit digest of a module image, the module cache's key with the options' fingerprint.

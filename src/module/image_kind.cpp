@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/image_kind.hpp"
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "module/jit_marshal.hpp"
 
 #include "driver/check.hpp"

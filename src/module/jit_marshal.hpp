@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // JitOptions as the driver takes them: parallel arrays of CUjit_option and void* values, with the

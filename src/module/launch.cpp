@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/launch.hpp"
 
 #include "cuctx/context_guard.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/library.hpp"
 
 #include "cuctx/context_guard.hpp"

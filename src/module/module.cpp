@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/module.hpp"
 
 #include "cuctx/context_guard.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "module/module_cache.hpp"
 
 #include "context/context_access.hpp"

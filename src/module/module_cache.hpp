@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The per-context module cache: modules keyed by image bytes (found by digest) and JIT-option fingerprint, shared

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/rank_binding.hpp"
 
 #include "cuctx/device.hpp"

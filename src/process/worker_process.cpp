@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/worker_process.hpp"
 
 #include "driver/check.hpp"

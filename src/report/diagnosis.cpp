@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/diagnosis.hpp"
 
 #include "cuctx/device.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "report/json_writer.hpp"
 
 #include <cmath>

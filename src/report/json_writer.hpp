@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/process_report.hpp"
 
 #include "context/context_state.hpp"

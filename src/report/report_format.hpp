@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Text forms the reports share (cuctx::ProcessReport, cuctx::diagnose, cuctx-inspect).

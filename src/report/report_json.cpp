@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "report/report_json.hpp"
 
 #include "cuctx/device.hpp"

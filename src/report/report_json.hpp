@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The JSON members that cuctx-inspect's documents and cuctx::ProcessReport::json() share, so that a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/report_on_signal.hpp"
 
 #include "cuctx/error.hpp"

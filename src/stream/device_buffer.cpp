@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/device_buffer.hpp"
 
 #include "cuctx/context_guard.hpp"

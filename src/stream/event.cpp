@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/event.hpp"
 
 #include "cuctx/context_guard.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/ipc_handle.hpp"
 
 #include "driver/check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/peer_access.hpp"
 
 #include "cuctx/context_guard.hpp"

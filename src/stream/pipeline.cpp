@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/pipeline.hpp"
 
 #include "driver/check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuctx/stream.hpp"
 
 #include "cuctx/context_guard.hpp"

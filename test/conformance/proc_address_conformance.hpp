@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Facts about cuGetProcAddress_v2 (driver-facts.md) asserted the same way against the fake driver

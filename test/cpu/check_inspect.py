@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuctx-inspect as a user meets it: each command in each driver situation gives its documented exit
 status, one clear line for people, and --json output that validates against docs/schema/.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The process-per-GPU example under Open MPI's mpirun, on the fake driver with four devices: four
 ranks bind four distinct devices; a fifth rank has none and fails with a clear error.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuctx::ProcessReport::json() validates against docs/schema/process-report.schema.json and says what
 the process holds (report_dump.cpp sets it up); its text form says the same.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuctx-stress with a deliberately broken guard must report violations and exit with 1 (not crash,
 not pass): the harness finds real bugs.
 

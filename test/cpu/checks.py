@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the CPU suite's Python checks share: named expectations with a summary, and JSON Schema
 validators for cuctx's documents (docs/schema/, which refer to common.schema.json)."""
 import json

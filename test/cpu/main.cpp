@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU suite's runner: every test runs against the fake driver, loaded through cuctx's real
 // loader exactly as libcuda.so.1 would be.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Prints cuctx::processReport().json() for a process in a known state, for check_report.py: two
 // contexts, a worker thread inside a guard, one context whose last handle is gone while in use.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device enumeration and queries against the fake driver (two devices by default).
 
 #include <catch2/catch.hpp>

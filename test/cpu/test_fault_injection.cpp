@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault injection: every driver call a representative workload makes is made to fail, once, each
 // occurrence in turn. cuctx must report a clear error (a cuctx::Error naming a driver call) or,
 // where the failure hits a destructor, log it and go on; it must leave the thread's stack as it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A child forked after CUDA was initialised must fail fast, before any driver call, with an error
 // that says so (driver-facts.md: the driver answers such a child with CUDA_ERROR_NOT_INITIALIZED).
 

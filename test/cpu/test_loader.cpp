@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every way loading the driver can fail, each through cuctx's real loader.
 
 #include <catch2/catch.hpp>

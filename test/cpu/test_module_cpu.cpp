@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Image-kind detection, bounds checks, JIT option marshalling and cache keys: the parts of module
 // loading that need no GPU. The options' arrival at the driver is checked with the fake driver.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rank-to-device binding from each launcher's environment, with and without CUDA_VISIBLE_DEVICES.
 
 #include <catch2/catch.hpp>

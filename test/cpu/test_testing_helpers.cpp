@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx::testing, the harness backends use: failing the Nth call of a driver entry (through cuctx's
 // own hooks, so it works on the real driver too), checking a stack is left alone, racing threads.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fake CUDA driver: see fake_driver.hpp for what it models and how it is controlled.
 
 #include "fake_driver.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Control of the fake CUDA driver (libcuctx-fake-cuda.so), a test double of the driver that cuctx

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // What the parts of the fake driver share (fake_driver.cpp: contexts and stacks; fake_modules.cpp:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fake driver's modules, kernels, launches and memory. It "compiles" PTX by reading its
 // .entry, .param and .global declarations, so that cuctx's option marshalling, image handling,
 // lookups, parameter checks and cache can run on the CPU. Malformed PTX (the word "bogus") fails

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fake driver's streams, events, asynchronous copies, peers and IPC handles. Work is done at
 // once, in order, when it is queued (there is no device), so a stream is always idle and an event
 // is complete once recorded; what is modelled is the bookkeeping cuctx must get right: which

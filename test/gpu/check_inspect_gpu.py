@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuctx-inspect on a machine with a GPU, checked in the same run against nvidia-smi and against the
 driver itself (called through ctypes, not through cuctx). Standard library only: the GPU machine has
 no jsonschema (the CPU suite validates the schemas).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The child half of the IPC test: the GPU suite's program runs this instead of the tests when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU suite's runner: against the real driver. With no usable device the whole program is
 // skipped (exit 77, which Meson reports as SKIP), never reported as passed.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Devices on the real driver, checked against nvidia-smi run in the same process.
 
 #include "gpu_helpers.hpp"

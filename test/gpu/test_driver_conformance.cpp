@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The facts the fake driver models, asserted on the real driver (driver-facts.md).
 
 #include "../conformance/proc_address_conformance.hpp"

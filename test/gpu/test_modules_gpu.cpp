@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Modules and launches on the real driver: kernels compute what they should, images for another
 // architecture and truncated images fail clearly, fatbins and libraries load.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streams and events on the real driver, with kernels: work chained across contexts by events,
 // and a buffer and an event shared with a child process.
 

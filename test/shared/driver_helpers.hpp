@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Helpers for the tests that run in both suites: against the fake driver (CPU suite, where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Test images for the module tests of both suites: test/data/kernels.ptx (hand-written PTX), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The promise that guards do not allocate, checked with a counting global operator new. Built only
 // without sanitizers, which bring their own operator new.
 

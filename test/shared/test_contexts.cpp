@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Context, ContextGuard, ContextStack, adoption and the registry. Runs in both suites: against the
 // fake driver on the CPU and against the real driver on the GPU.
 

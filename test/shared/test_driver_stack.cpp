@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The driver's per-thread stack semantics (driver-facts.md), asserted on the raw entry points. The
 // same file runs against the fake driver (CPU suite) and the real one (GPU suite): the fake's model is
 // only trusted where these pass on the H200.

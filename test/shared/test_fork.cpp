@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fork() after CUDA was initialised, on whichever driver the suite runs against.
 
 #include "driver_helpers.hpp"

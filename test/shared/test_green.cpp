@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Green contexts: current on one thread at a time.
 
 #include "driver_helpers.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Module, Function, launches and the module cache. Runs in both suites: on the fake driver, which
 // reads the PTX's declarations, and on the real driver, which compiles it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The in-process report (cuctx::processReport), the doctor's checks (cuctx::diagnose) and the report
 // on a signal, on whichever driver the suite runs against.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streams, events, device buffers, SPMD workers and pipelines. Runs in both suites.
 
 #include "driver_helpers.hpp"

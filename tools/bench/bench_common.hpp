@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // What the cuctx benchmarks share: a table of raw-driver and cuctx figures with their ratio and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-bench-contexts: what entering a context costs through cuctx against the raw driver calls,
 // measured in the same run (ratios matter; absolute times drift between machines).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
 // works on it. Copies of the header's logic with parts left out (listed below) are compared with the
 // raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process (bench::compareLoops:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The measurements behind cuctx's benchmarks and `cuctx-inspect bench`: each times the raw driver

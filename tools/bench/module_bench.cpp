@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-bench-modules: what launching and the module cache cost through cuctx against the raw
 // driver calls, measured in the same run (ratios matter; absolute times drift between machines).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-bench-multi-gpu: the multi-GPU programming models on every device of this machine, each
 // checked for correct results and timed (raw driver against cuctx where both exist):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-bench-pipeline: a pipeline of stages on different contexts chained by events (cuctx::Pipeline)
 // against the same stages with the host synchronising after each one, in the same run.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect bench: what context switching, guards, launches and module loads cost on this
 // machine, raw driver against cuctx in the same run (docs/schema/inspect-bench.schema.json).
 

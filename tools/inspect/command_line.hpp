@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx-inspect's command line and what every subcommand shares: the document envelope of --json

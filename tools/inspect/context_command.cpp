@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect context: make a context (or retain the primary one) on a device and show what it
 // reports and what it cost (docs/schema/inspect-context.schema.json).
 

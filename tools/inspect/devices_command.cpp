@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect devices: the driver and every device (docs/schema/inspect-devices.schema.json).
 
 #include "command_line.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect doctor: cuctx::diagnose()'s checks, one line each with what to do
 // (docs/schema/inspect-doctor.schema.json). The exit status says whether anything is wrong.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // cuctx-inspect's exit statuses, documented in docs/cuctx-inspect.md and in --help.

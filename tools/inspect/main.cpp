@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect: what this machine's CUDA driver, devices and contexts are and cost, for people (an
 // aligned table) and for programs (--json; schemas in docs/schema/). docs/cuctx-inspect.md.
 

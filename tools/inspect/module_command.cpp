@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect module FILE: load a PTX, cubin or fatbin into a context and list its kernels
 // (docs/schema/inspect-module.schema.json).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-inspect topology: which devices reach each other's memory, and how
 // (docs/schema/inspect-topology.schema.json).
 

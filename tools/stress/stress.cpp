@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cuctx-stress: N threads run a random but reproducible mix of cuctx operations against a few shared
 // contexts, then check invariants. Exit status 0 when nothing was violated, 1 when something was.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Internal, not an API: the owning-handle template that cuctx's RAII types (Stream, Event,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Internal, not an API: the shared state behind every cuctx::Context handle. Its definition is

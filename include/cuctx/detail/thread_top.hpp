@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
