@@ -26,6 +26,8 @@ ContextState& checkedState(const Context& context, const char* call)
     if (state == nullptr)
         throwError(Errc::invalid_argument, call, "the Context handle is empty",
                    "Make one with Context::create, Context::primary or Context::green");
+    if (g_activeApi.load(std::memory_order_acquire) == nullptr) [[unlikely]]
+        (void)api(call); // a forked child: says so, naming this call
     runDeferredCleanup(); // what host callbacks dropped (deferred_cleanup.hpp)
     throwSticky(*state);
     return *state;
@@ -112,7 +114,7 @@ void Context::reset() noexcept
 
 Context Context::create(const Device& device, const ContextOptions& options)
 {
-    const detail::DriverApi& d = api();
+    const detail::DriverApi& d = api("cuctx::Context::create");
     const detail::Subject subject{.device = device.ordinal()};
     CUcontext handle = nullptr;
     if (options.smCount > 0) {
@@ -147,7 +149,7 @@ Context Context::create(const Device& device, const ContextOptions& options)
 
 Context Context::primary(const Device& device)
 {
-    const detail::DriverApi& d = api();
+    const detail::DriverApi& d = api("cuctx::Context::primary");
     {
         std::lock_guard lock(detail::registryMutex());
         if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal()))
@@ -188,7 +190,7 @@ Context Context::primary(const Device& device, const ContextOptions& options)
 
 Context Context::green(const Device& device, unsigned smCount)
 {
-    const detail::DriverApi& d = api();
+    const detail::DriverApi& d = api("cuctx::Context::green");
     for (auto [entry, name] :
          {std::pair{reinterpret_cast<const void*>(d.cuGreenCtxCreate), "cuGreenCtxCreate"},
           {reinterpret_cast<const void*>(d.cuDeviceGetDevResource), "cuDeviceGetDevResource"},

@@ -23,7 +23,7 @@ void ContextGuard::enter(const Context& context, bool verify)
     ContextState* state = detail::ContextAccess::state(context);
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
-    (void)detail::api();                                            // throws in a forked child
+    (void)detail::api("cuctx::ContextGuard");                       // throws in a forked child
     ThreadState& ts = detail::threadState();
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");

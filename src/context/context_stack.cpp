@@ -4,6 +4,7 @@
 #include "context/context_access.hpp"
 #include "context/stack_ops.hpp"
 #include "driver/check.hpp"
+#include "driver/driver_state.hpp"
 
 namespace cuctx {
 
@@ -133,6 +134,7 @@ Context ContextStack::adopted()
 
 std::optional<ContextStack::Drift> ContextStack::drift()
 {
+    (void)detail::api("cuctx::ContextStack::drift"); // in a forked child: says so, naming the call
     ThreadState& ts = detail::threadState();
     CUcontext actual = nullptr;
     auto text = detail::describeDrift(ts, &actual);
@@ -148,6 +150,7 @@ void ContextStack::verify()
 
 void ContextStack::resync()
 {
+    (void)detail::api("cuctx::ContextStack::resync"); // in a forked child: says so, naming the call
     ThreadState& ts = detail::threadState();
     if (detail::topFrame() != nullptr)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::resync",

@@ -349,6 +349,7 @@ std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
 
 void verifyStack(ThreadState& ts, const char* who)
 {
+    (void)api(who); // in a forked child: says so, naming the call
     if (auto drift = describeDrift(ts))
         throwError(Errc::stack_mismatch, who, *drift,
                    "Other code (cuCtxSetCurrent, cudaSetDevice, an unbalanced push) changed this thread's "

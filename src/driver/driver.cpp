@@ -113,10 +113,10 @@ void refreshInlineDriver() noexcept
                 std::memory_order_release);
 }
 
-const DriverApi& loadActiveApi()
+const DriverApi& loadActiveApi(const char* who, std::source_location where)
 {
     if (forkedAfterInit()) // before the mutex: a parent's thread may have held it at fork time
-        throwForkedAfterInit("cuctx::Driver::load");
+        throwForkedAfterInit(who != nullptr ? who : "cuctx", where);
     DriverState& s = state();
     std::string note;
     const DriverApi* loaded = nullptr;
@@ -181,7 +181,7 @@ void Driver::setLibraryPath(std::string path)
 
 void Driver::load()
 {
-    (void)detail::api();
+    (void)detail::api("cuctx::Driver::load");
 }
 
 bool Driver::available() noexcept
@@ -191,7 +191,7 @@ bool Driver::available() noexcept
 
 int Driver::version()
 {
-    (void)detail::api();
+    (void)detail::api("cuctx::Driver::version");
     return state().driverVersion;
 }
 

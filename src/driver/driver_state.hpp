@@ -12,19 +12,20 @@ namespace cuctx::detail {
 
 extern std::atomic<const DriverApi*> g_activeApi;
 
-[[gnu::cold]] const DriverApi& loadActiveApi();
+[[gnu::cold]] const DriverApi& loadActiveApi(const char* who, std::source_location where);
 
 /// Points the inline guard's push and pop (thread_top.hpp) at the driver or at the diversions, by the
 /// loaded driver, the log level and the fence mode: called when any of them changes.
 void refreshInlineDriver() noexcept;
 
 /// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that
-/// had initialised CUDA the pointer is cleared, so the next call reports the fork.
-inline const DriverApi& api()
+/// had initialised CUDA the pointer is cleared, so the next call reports the fork, naming `who` (the
+/// cuctx function the user called; where none is given, the error names the place of the call).
+inline const DriverApi& api(const char* who = nullptr, std::source_location where = std::source_location::current())
 {
     if (const DriverApi* p = g_activeApi.load(std::memory_order_acquire)) [[likely]]
         return *p;
-    return loadActiveApi();
+    return loadActiveApi(who, where);
 }
 
 /// Throws Errc::driver_too_old, naming the CUDA version the entry needs and the driver's, when an

@@ -52,7 +52,7 @@ pid_t initialisingPid() noexcept
     return g_initPid.load(std::memory_order_relaxed);
 }
 
-void throwForkedAfterInit(const char* call)
+void throwForkedAfterInit(const char* call, std::source_location where)
 {
     ErrorInfo info;
     info.condition = Errc::forked_after_init;
@@ -63,7 +63,7 @@ void throwForkedAfterInit(const char* call)
                   std::to_string(initialisingPid()) + "; a forked child cannot use CUDA, every driver call fails there";
     info.hint = "Start worker processes before CUDA is initialised, or exec a fresh program (posix_spawn, "
                 "fork+exec)";
-    throw Error(std::move(info));
+    throw Error(std::move(info), where);
 }
 
 } // namespace cuctx::detail

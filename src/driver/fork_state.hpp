@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <source_location>
+
 namespace cuctx::detail {
 
 /// Records that this process initialised CUDA (its pid) and arms the pthread_atfork child handler,
@@ -20,7 +22,7 @@ bool forkedAfterInit() noexcept;
 /// The pid that initialised CUDA, 0 if none did through cuctx.
 pid_t initialisingPid() noexcept;
 
-/// Throws Errc::forked_after_init for `call`.
-[[noreturn]] void throwForkedAfterInit(const char* call);
+/// Throws Errc::forked_after_init for `call`, made at `where`.
+[[noreturn]] void throwForkedAfterInit(const char* call, std::source_location where = std::source_location::current());
 
 } // namespace cuctx::detail

@@ -3,6 +3,7 @@
 // Runs in both suites: against the fake driver on the CPU and against the real driver on the GPU.
 
 #include "driver_helpers.hpp"
+#include "process_helpers.hpp"
 
 #include "context/thread_state.hpp"
 #include "cuctx/context.hpp"
@@ -426,4 +427,37 @@ TEST_CASE("guards never report a recorded error, on the inline path or out of li
     CHECK(cuctx::test::rawCurrent() == nullptr);
     CHECK(errcOf([&] { ctx.synchronize(); }) == Errc::stack_mismatch); // reported once, here
     CHECK_NOTHROW(ctx.checkRecordedError());
+}
+
+TEST_CASE("in a forked child the fork error names the cuctx call that met it", "[fork]")
+{
+    const Context ctx = Context::create(Device::get(0));
+    const Context other = Context::create(Device::get(0));
+    {
+        ContextGuard warm(other); // the parent's inline paths are ready: the child must not take them
+    }
+    // Each call in a child of its own (exit 0: the error names `call`; 1: no error; 2: another name).
+    const auto names = [](const char* call, auto body) {
+        return cuctx::test::inChild([&] {
+            try {
+                body();
+                return 1;
+            } catch (const cuctx::Error& e) {
+                const std::string what = e.what();
+                return e.condition() == Errc::forked_after_init && what.rfind(call, 0) == 0 &&
+                               what.find("Driver::load") == std::string::npos
+                           ? 0
+                           : 2;
+            }
+        });
+    };
+    CHECK(names("cuctx::ContextGuard", [&] { ContextGuard g(ctx); }) == 0);
+    CHECK(names("cuctx::ContextGuard", [&] { ContextGuard g(other); }) == 0);
+    CHECK(names("cuctx::ContextGuard", [&] { ContextGuard g(ctx, cuctx::verifyCurrent); }) == 0);
+    CHECK(names("cuctx::ContextStack::push", [&] { ContextStack::push(ctx); }) == 0);
+    CHECK(names("cuctx::ContextStack::adopt", [&] { ContextStack::adopt(ctx); }) == 0);
+    CHECK(names("cuctx::ContextStack::verify", [] { ContextStack::verify(); }) == 0);
+    CHECK(names("cuctx::Context::synchronize", [&] { ctx.synchronize(); }) == 0);
+    const Device dev = Device::get(0);
+    CHECK(names("cuctx::Context::create", [&] { (void)Context::create(dev); }) == 0);
 }
