@@ -49,27 +49,30 @@ FenceMode chooseMode() noexcept
 
 } // namespace
 
-FenceMode g_fenceMode = chooseMode();
+// Chosen during static initialisation; an atomic because heavyFence() and tests change it later.
+std::atomic<FenceMode> g_fenceMode{chooseMode()};
 
 bool leaveFenceIsCompilerOnly() noexcept
 {
+    const FenceMode mode = g_fenceMode.load(std::memory_order_relaxed);
 #ifdef CUCTX_TSAN
+    (void)mode;
     return false; // ThreadSanitizer models neither asymmetric fence
 #else
-    return g_fenceMode != FenceMode::none;
+    return mode != FenceMode::none;
 #endif
 }
 
 void setFenceMode(FenceMode mode) noexcept
 {
-    g_fenceMode = mode;
+    g_fenceMode.store(mode, std::memory_order_seq_cst);
     refreshInlineDriver(); // the inline leave path relies on the mode
 }
 std::atomic<unsigned> g_fenceWord{0};
 
 const char* fenceModeName() noexcept
 {
-    switch (g_fenceMode) {
+    switch (g_fenceMode.load(std::memory_order_relaxed)) {
     case FenceMode::membarrier: return "membarrier";
     case FenceMode::mprotect: return "mprotect";
     case FenceMode::none: return "seq_cst fences";
@@ -79,11 +82,13 @@ const char* fenceModeName() noexcept
 
 void heavyFence() noexcept
 {
+    const FenceMode mode = g_fenceMode.load(std::memory_order_relaxed);
 #ifdef CUCTX_TSAN
+    (void)mode;
     g_fenceWord.fetch_add(1, std::memory_order_seq_cst);
 #else
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    switch (g_fenceMode) {
+    switch (mode) {
     case FenceMode::membarrier: syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0); break;
     case FenceMode::mprotect: {
         static std::mutex mutex; // one page, toggled by one thread at a time

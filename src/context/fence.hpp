@@ -22,7 +22,11 @@
 namespace cuctx::detail {
 
 enum class FenceMode { membarrier, mprotect, none };
-extern FenceMode g_fenceMode;
+/// How the two sides are ordered. An atomic, read relaxed by the frequent side (a plain load on every
+/// target cuctx runs on), because heavyFence() may switch it to `none` while other threads read it,
+/// and tests switch it: race-free by construction, in the ThreadSanitizer build too, which reads it
+/// on both sides like the others (it merely adds an RMW that it understands).
+extern std::atomic<FenceMode> g_fenceMode;
 /// Changes the mode (and what the inline leave path of ContextGuard relies on); tests use it.
 void setFenceMode(FenceMode mode) noexcept;
 /// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
@@ -36,10 +40,12 @@ const char* fenceModeName() noexcept;
 /// The frequent side: ordered against heavyFence() on any other thread.
 inline void lightFence() noexcept
 {
+    const FenceMode mode = g_fenceMode.load(std::memory_order_relaxed);
 #ifdef CUCTX_TSAN
+    (void)mode; // ThreadSanitizer sees the read, and an ordering it models:
     g_fenceWord.fetch_add(1, std::memory_order_seq_cst);
 #else
-    if (g_fenceMode != FenceMode::none) [[likely]]
+    if (mode != FenceMode::none) [[likely]]
         std::atomic_signal_fence(std::memory_order_seq_cst);
     else
         std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -443,7 +443,7 @@ TEST_CASE("threads that drop their handles inside guards race the destruction: i
 TEST_CASE("the destruction race holds with each asymmetric fence this machine offers", "[registry]")
 {
     using cuctx::detail::FenceMode;
-    const FenceMode original = cuctx::detail::g_fenceMode;
+    const FenceMode original = cuctx::detail::g_fenceMode.load();
 #ifndef CUCTX_TSAN
     for (FenceMode mode : {FenceMode::mprotect, FenceMode::none, original}) {
         INFO("fence mode " << static_cast<int>(mode));

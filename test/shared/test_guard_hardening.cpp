@@ -5,6 +5,7 @@
 #include "driver_helpers.hpp"
 #include "process_helpers.hpp"
 
+#include "context/fence.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
@@ -460,4 +461,42 @@ TEST_CASE("in a forked child the fork error names the cuctx call that met it", "
     CHECK(names("cuctx::Context::synchronize", [&] { ctx.synchronize(); }) == 0);
     const Device dev = Device::get(0);
     CHECK(names("cuctx::Context::create", [&] { (void)Context::create(dev); }) == 0);
+}
+
+TEST_CASE("the fence mode may change while threads leave contexts and drop handles", "[registry]")
+{
+    using cuctx::detail::FenceMode;
+    const FenceMode original = cuctx::detail::g_fenceMode.load();
+    // Both modes asymmetric (or both not), so that switching keeps the destruction protocol sound
+    // for the threads racing it; ThreadSanitizer checks the accesses to the mode itself.
+#if defined(__x86_64__)
+    const FenceMode alternate = original == FenceMode::none ? FenceMode::none : FenceMode::mprotect;
+#else
+    const FenceMode alternate = original;
+#endif
+    const Context shared = Context::create(Device::get(0));
+    const long before = cuctx::detail::liveContexts();
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+        threads.emplace_back([&] {
+            while (!stop.load()) {
+                ContextGuard g(shared); // its last use ends at every exit: the frequent side
+            }
+        });
+    threads.emplace_back([&] {
+        while (!stop.load()) {
+            Context c = Context::create(Device::get(0));
+            ContextGuard g(c);
+            c.reset(); // the last handle, dropped while in use: the rare side, then the deferred end
+        }
+    });
+    for (int i = 0; i < 2000; ++i)
+        cuctx::detail::setFenceMode(i % 2 == 0 ? alternate : original);
+    stop.store(true);
+    for (std::thread& t : threads)
+        t.join();
+    cuctx::detail::setFenceMode(original);
+    CHECK(cuctx::detail::liveContexts() == before);
+    CHECK_NOTHROW(shared.checkRecordedError());
 }
