@@ -8,6 +8,15 @@
 #include "cuctx/detail/thread_top.hpp"
 #include "cuctx/export.hpp"
 
+// The frame's fields are set only where a path reads them (no dead stores on the inline paths), and
+// g++ 12 cannot follow that through std::optional<ContextGuard> at -O2 (a false
+// -Wmaybe-uninitialized at the destructor's reads, verified: every constructor path sets `kind` and
+// `uses`). The warning is off for this header's code only, wherever it is inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace cuctx {
 
 /// Asks a guard to check the driver's current context (cuCtxGetCurrent, 10-15 ns) before trusting
@@ -117,3 +126,7 @@ private:
 };
 
 } // namespace cuctx
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
