@@ -36,7 +36,8 @@ int main()
     const cuctx::Device dev = cuctx::Device::get(0);
     const cuctx::Context a = cuctx::Context::create(dev);
     const cuctx::Context b = cuctx::Context::create(dev);
-    const bool ok = reseat(a, b) && cuctx::ContextStack::current() == nullptr && maybe(a, true) && maybe(a, false) && cuctx::ContextStack::depth() == 0;
+    const bool ok = reseat(a, b) && cuctx::ContextStack::current() == nullptr && maybe(a, true) && maybe(a, false) &&
+                    cuctx::ContextStack::depth() == 0;
     std::printf("%s\n", ok ? "ok" : "a guard in std::optional did not do what it says");
     return ok ? 0 : 1;
 }
