@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -49,8 +50,14 @@ public:
     Module& operator=(Module&& other) noexcept;
     ~Module() = default;
 
+    /// The largest module file fromFile, cachedFile and Library::fromFile read: 1 GiB (the largest
+    /// fatbins of CUDA's own libraries are a few hundred MiB).
+    static constexpr std::uintmax_t kMaxImageFileBytes = std::uintmax_t{1} << 30;
+
     /// Loads a file (PTX, cubin or fatbin, told from its content) into `context`. The file name is
-    /// the module's label in errors.
+    /// the module's label in errors. Only a regular file (or a link to one) of at most
+    /// kMaxImageFileBytes is read: anything else (a directory, a FIFO, a device) is an Error of
+    /// Errc::invalid_argument naming the file, before anything is read or loaded.
     static Module fromFile(const Context& context, const std::filesystem::path& path, const JitOptions& options = {});
     /// Loads an image from memory; `label` names it in errors and logs.
     static Module fromImage(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},

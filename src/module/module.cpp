@@ -14,10 +14,14 @@
 #include "module/module_cache.hpp"
 #include "module/module_state.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
-#include <fstream>
+#include <cstring>
 #include <functional>
-#include <iterator>
 
 namespace cuctx {
 
@@ -150,16 +154,53 @@ std::shared_ptr<ModuleState> loadCheckedImage(const Context& context, std::span<
 
 std::vector<std::byte> readImageFile(const std::filesystem::path& path, const char* call)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const std::string name = path.string();
-        throwError(Errc::invalid_argument, call,
-                   "cannot open '" + name + "': " + (std::filesystem::exists(path) ? "not readable" : "no such file"),
-                   "Check the path (relative paths start from the working directory)", Subject{.name = name.c_str()});
+    const std::string name = path.string();
+    const auto fail = [&](const std::string& why, const char* hint) {
+        throwError(Errc::invalid_argument, call, "cannot read '" + name + "': " + why, hint,
+                   Subject{.name = name.c_str()});
+    };
+    constexpr const char* kCheckPath = "Check the path (relative paths start from the working directory)";
+    // Non-blocking, so that opening a FIFO with no writer returns; only a regular file is read.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        const int e = errno;
+        fail(e == ENOENT ? "no such file" : std::string("cannot open it (") + std::strerror(e) + ")", kCheckPath);
     }
-    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> bytes(chars.size());
-    std::memcpy(bytes.data(), chars.data(), chars.size());
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        fail(std::string("cannot stat it (") + std::strerror(errno) + ")", kCheckPath);
+    if (!S_ISREG(st.st_mode))
+        fail(std::string("not a regular file (") +
+                 (S_ISDIR(st.st_mode)    ? "a directory"
+                  : S_ISFIFO(st.st_mode) ? "a FIFO"
+                  : S_ISSOCK(st.st_mode) ? "a socket"
+                  : S_ISCHR(st.st_mode)  ? "a character device"
+                  : S_ISBLK(st.st_mode)  ? "a block device"
+                                         : "not a file") +
+                 ")",
+             "Pass a .ptx, .cubin or .fatbin file; read other sources yourself and use fromImage");
+    const auto size = static_cast<std::uintmax_t>(st.st_size);
+    if (size > Module::kMaxImageFileBytes)
+        fail("it is " + std::to_string(size) + " bytes, larger than the " + std::to_string(Module::kMaxImageFileBytes) +
+                 " bytes cuctx reads as a module image",
+             "Check that this is a module image; a larger one can be read by the caller and passed to fromImage");
+    std::vector<std::byte> bytes(static_cast<std::size_t>(size));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            fail(std::string("reading it failed (") + std::strerror(errno) + ")", kCheckPath);
+        if (n == 0)
+            break; // it shrank meanwhile: what is there
+        done += static_cast<std::size_t>(n);
+    }
+    bytes.resize(done);
     return bytes;
 }
 

@@ -59,7 +59,8 @@ std::vector<CUfunction> moduleFunctions(const ModuleState& state);
 /// "a, b, c" from `names`, "none", or a note that the driver cannot list them.
 std::string kernelList(const std::function<std::vector<std::string>()>& names);
 
-/// A file's bytes; an Error naming the file when it cannot be read.
+/// A regular file's bytes (at most Module::kMaxImageFileBytes); an Error of invalid_argument
+/// naming the file for anything else, or when it cannot be read.
 std::vector<std::byte> readImageFile(const std::filesystem::path& path, const char* call);
 
 struct LibraryState {

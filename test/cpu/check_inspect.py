@@ -152,6 +152,8 @@ try:
 finally:
     os.unlink(bad.name)
 check_line("missing module file", run(["module", "/nonexistent/k.ptx"], CUCTX_DRIVER_PATH=fake), 9, "no such file")
+with tempfile.TemporaryDirectory() as folder:
+    check_line("module of a directory", run(["module", folder], CUCTX_DRIVER_PATH=fake), 9, "not a regular file")
 check_line("module without a driver", run(["module", ptx], CUCTX_DRIVER_PATH=missing), 3, "no CUDA driver")
 check_json("module without a driver", run(["module", ptx, "--json"], CUCTX_DRIVER_PATH=missing), "no_driver", 3,
            module_validator)

@@ -6,6 +6,7 @@
 
 #include "fake_driver.hpp"
 #include "module_helpers.hpp"
+#include "process_helpers.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/error.hpp"
@@ -14,8 +15,13 @@
 #include "module/image_digest.hpp"
 #include "module/jit_marshal.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -304,4 +310,63 @@ TEST_CASE("the fake driver receives the options and writes the logs back", "[jit
             CHECK(what.find("bogus") == std::string::npos);
         }
     }
+}
+
+namespace {
+
+// What Module::fromFile says of `path`, run in a child that an alarm ends if reading blocks or runs
+// away: 0 when it throws a cuctx::Error of invalid_argument containing `words`, 1 for another
+// error, 2 if it loads; killed by SIGALRM if it hangs.
+int childReadingFile(const cuctx::Context& ctx, const std::filesystem::path& path, const std::string& words)
+{
+    return cuctx::test::inChild([&] {
+        alarm(10);
+        try {
+            (void)cuctx::Module::fromFile(ctx, path);
+            return 2;
+        } catch (const cuctx::Error& e) {
+            return e.condition() == cuctx::Errc::invalid_argument &&
+                           std::string(e.what()).find(words) != std::string::npos
+                       ? 0
+                       : 1;
+        } catch (...) {
+            return 1;
+        }
+    });
+}
+
+} // namespace
+
+TEST_CASE("a module file must be a regular file of at most the size limit: one clear error otherwise", "[module]")
+{
+    const cuctx::Context ctx = cuctx::Context::create(cuctx::Device::get(0));
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("cuctx-files-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    SECTION("a directory")
+    {
+        CHECK(childReadingFile(ctx, dir, "not a regular file") == 0);
+    }
+    SECTION("a FIFO with no writer")
+    {
+        const auto fifo = dir / "fifo";
+        REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+        CHECK(childReadingFile(ctx, fifo, "not a regular file") == 0);
+    }
+    SECTION("a device that never ends")
+    {
+        CHECK(childReadingFile(ctx, "/dev/zero", "not a regular file") == 0);
+    }
+    SECTION("a sparse file past the limit")
+    {
+        const auto big = dir / "big.ptx";
+        std::ofstream(big) << ".version 8.0\n";
+        std::filesystem::resize_file(big, cuctx::Module::kMaxImageFileBytes + 1);
+        CHECK(childReadingFile(ctx, big, "larger than") == 0);
+    }
+    SECTION("a missing file")
+    {
+        CHECK(childReadingFile(ctx, dir / "missing.ptx", "no such file") == 0);
+    }
+    std::filesystem::remove_all(dir);
 }
