@@ -45,14 +45,16 @@ public:
 
     explicit operator bool() const noexcept { return static_cast<bool>(owned_); }
 
-    /// Waits for the stream's work; rethrows the first exception a host callback on it threw.
+    /// Waits for the stream's work; then rethrows the oldest exception a host callback on it threw
+    /// that no synchronize() has rethrown yet (one per call: with two failed callbacks, the next two
+    /// calls throw, in order).
     void synchronize() const;
     /// Whether all work queued so far is done (an error of that work throws).
     bool ready() const;
     /// Makes work queued after this wait for `event` (which may belong to any context or device).
     void wait(const Event& event) const;
     /// Runs `callback` on a driver thread once the work queued before it is done. It must not call
-    /// CUDA. An exception it throws is kept and rethrown by the next synchronize(), never lost.
+    /// CUDA. Every exception it throws is kept and rethrown by a later synchronize(), never lost.
     /// The driver refuses context calls there, so when the callback (or what it captured) drops the
     /// last handle of a context, module, library, stream, event or buffer, cuctx does not destroy it
     /// there: it is cleaned up later on an ordinary thread, by the next cuctx call that takes a

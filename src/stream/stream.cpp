@@ -12,6 +12,7 @@
 #include "live_counters.hpp"
 #include "log.hpp"
 
+#include <deque>
 #include <mutex>
 #include <utility>
 
@@ -19,12 +20,12 @@ namespace cuctx {
 
 namespace detail {
 
-// What a stream's host callbacks share with it: the first exception one threw. Held by every
-// queued callback, so it outlives a stream destroyed while callbacks are pending.
+// What a stream's host callbacks share with it: the exceptions they threw and synchronize() has
+// not rethrown yet, oldest first. Held by every queued callback, so it outlives a stream destroyed
+// while callbacks are pending.
 struct StreamCallbacks {
     std::mutex mutex;
-    std::exception_ptr first;
-    long failures = 0;
+    std::deque<std::exception_ptr> failed;
 };
 
 namespace {
@@ -42,10 +43,12 @@ void CUDA_CB runCallback(void* data) noexcept
     try {
         payload->callback();
     } catch (...) {
-        std::lock_guard lock(payload->owner->mutex);
-        if (!payload->owner->first)
-            payload->owner->first = std::current_exception();
-        ++payload->owner->failures;
+        try {
+            std::lock_guard lock(payload->owner->mutex);
+            payload->owner->failed.push_back(std::current_exception());
+        } catch (...) {
+            logError("a host callback's exception could not be kept (out of memory)");
+        }
     }
 }
 
@@ -102,7 +105,10 @@ void Stream::synchronize() const
     std::exception_ptr failed;
     {
         std::lock_guard lock(callbacks_->mutex);
-        failed = std::exchange(callbacks_->first, nullptr);
+        if (!callbacks_->failed.empty()) {
+            failed = std::move(callbacks_->failed.front());
+            callbacks_->failed.pop_front();
+        }
     }
     if (failed)
         std::rethrow_exception(failed);

@@ -109,6 +109,17 @@ TEST_CASE("a host callback's exception is rethrown by the next synchronize, once
     CHECK_NOTHROW(s.synchronize()); // reported once
 }
 
+TEST_CASE("every host callback's exception is rethrown, one per synchronize, in order", "[stream]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Stream s(ctx);
+    s.hostCallback([] { throw std::runtime_error("first"); });
+    s.hostCallback([] { throw std::runtime_error("second"); });
+    CHECK_THROWS_WITH(s.synchronize(), "first");
+    CHECK_THROWS_WITH(s.synchronize(), "second"); // kept, not lost
+    CHECK_NOTHROW(s.synchronize());
+}
+
 TEST_CASE("events: flags are checked, cross-context waits are allowed, records must use the event's context",
           "[stream]")
 {
