@@ -25,6 +25,9 @@ public:
     /// another ReportOnSignal is active; Errc::invalid_argument for a signal that cannot be caught.
     explicit ReportOnSignal(int signal = SIGUSR1, Sink sink = {}, ReportOptions options = {});
     /// Puts the previous handler back and stops the thread (a report in progress finishes first).
+    /// In a forked child, which has a copy of this object but neither its thread nor its own pipe,
+    /// it only puts the handler back and closes the child's copies of the pipe: the parent's
+    /// reporter keeps running.
     ~ReportOnSignal();
     ReportOnSignal(const ReportOnSignal&) = delete;
     ReportOnSignal& operator=(const ReportOnSignal&) = delete;
@@ -37,6 +40,7 @@ private:
     void stop(bool restoreHandler) noexcept;
 
     int signal_;
+    int pid_; // the process that made it (and runs its thread)
     Sink sink_;
     ReportOptions options_;
     int pipe_[2] = {-1, -1};

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace cuctx {
@@ -56,7 +57,7 @@ void writeAll(int fd, const std::string& text)
 } // namespace
 
 ReportOnSignal::ReportOnSignal(int signal, Sink sink, ReportOptions options)
-    : signal_(signal), sink_(std::move(sink)), options_(options)
+    : signal_(signal), pid_(::getpid()), sink_(std::move(sink)), options_(options)
 {
     if (signal == SIGKILL || signal == SIGSTOP || signal <= 0 || signal >= NSIG)
         detail::throwError(Errc::invalid_argument, "cuctx::ReportOnSignal",
@@ -108,6 +109,19 @@ void ReportOnSignal::stop(bool restoreHandler) noexcept
         return;
     if (restoreHandler)
         ::sigaction(signal_, &previous_, nullptr);
+    if (::getpid() != pid_) {
+        // A forked child: the pipe is shared with the parent, whose thread reads it, and this
+        // process has no thread to stop. Writing "quit" would stop the parent's reporter.
+        g_writeEnd.store(-1, std::memory_order_seq_cst);
+        ::close(pipe_[0]);
+        ::close(pipe_[1]);
+        pipe_[0] = pipe_[1] = -1;
+        // The std::thread names a thread of the parent: forget it without join or detach (either
+        // would act on a thread this process does not have), so that its destructor does nothing.
+        ::new (static_cast<void*>(&thread_)) std::thread();
+        g_active.store(false);
+        return;
+    }
     g_writeEnd.store(-1, std::memory_order_seq_cst);
     while (g_inHandler.load(std::memory_order_seq_cst) != 0) {
         // A handler on another thread is between reading the descriptor and writing: a few

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <future>
 #include <latch>
+#include <memory>
 #include <thread>
 
 namespace {
@@ -254,4 +256,23 @@ TEST_CASE("a signal makes a report, taken on a thread of its own", "[report]")
     CHECK_THROWS_MATCHES(cuctx::ReportOnSignal(SIGKILL), cuctx::Error,
                          Catch::Predicate<cuctx::Error>(
                              [](const cuctx::Error& e) { return e.condition() == cuctx::Errc::invalid_argument; }));
+}
+
+TEST_CASE("a ReportOnSignal destroyed in a forked child leaves the parent's reporter running", "[report]")
+{
+    std::promise<void> taken;
+    std::atomic<bool> once{false};
+    auto reporter = std::make_unique<cuctx::ReportOnSignal>(SIGUSR2, [&](const cuctx::ProcessReport&) {
+        if (!once.exchange(true))
+            taken.set_value();
+    });
+    // The child has a copy of the object (and of the pipe) but not the thread.
+    CHECK(cuctx::test::inChild([&] {
+              alarm(10);
+              reporter.reset();
+              return 0;
+          }) == 0);
+    REQUIRE(std::raise(SIGUSR2) == 0);
+    CHECK(taken.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    CHECK(reporter->reportsTaken() >= 1);
 }
