@@ -2,6 +2,7 @@
 #include "cuctx/launch.hpp"
 
 #include "cuctx/context_guard.hpp"
+#include "cuctx/stream.hpp"
 
 #include "context/context_access.hpp"
 #include "driver/check.hpp"
@@ -76,13 +77,20 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
         if (!same) [[unlikely]]
             argumentMismatch(f, sizes, count);
     }
+    if (c.stream.nullHandle()) [[unlikely]]
+        throwError(Errc::invalid_argument, "cuctx::launch",
+                   "the launch's stream is a null handle: an empty Stream (default-constructed or moved from), "
+                   "which would have launched kernel '" +
+                       f.name + "' on the default stream",
+                   "Pass a Stream that exists; for the default stream leave LaunchConfig::stream out or set nullptr",
+                   moduleSubject(*ContextAccess::state(f.context), f.name));
     const DriverApi& d = api();
     ContextGuard guard(f.context); // no driver call when the kernel's context is current
     CUresult r;
     const char* call = "cuLaunchKernel";
     if (c.cluster.x == 0 && !c.cooperative) [[likely]] {
         r = d.cuLaunchKernel(f.function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.sharedBytes,
-                             c.stream, arguments, nullptr);
+                             c.stream.native(), arguments, nullptr);
     } else {
         call = "cuLaunchKernelEx";
         requireEntry(reinterpret_cast<const void*>(d.cuLaunchKernelEx), "cuLaunchKernelEx");
@@ -108,7 +116,7 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
         config.blockDimY = c.block.y;
         config.blockDimZ = c.block.z;
         config.sharedMemBytes = c.sharedBytes;
-        config.hStream = c.stream;
+        config.hStream = c.stream.native();
         config.attrs = attributes;
         config.numAttrs = n;
         r = d.cuLaunchKernelEx(&config, f.function, arguments, nullptr);
@@ -122,3 +130,9 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
 }
 
 } // namespace cuctx::detail
+
+namespace cuctx {
+
+LaunchStream::LaunchStream(const Stream& stream) noexcept : stream_(stream.native()), nullHandle_(!stream) {}
+
+} // namespace cuctx

@@ -12,6 +12,7 @@
 #include "cuctx/launch.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/module.hpp"
+#include "cuctx/stream.hpp"
 
 #include "module/image_digest.hpp"
 
@@ -303,6 +304,29 @@ TEST_CASE("launch checks arguments against the kernel's parameters", "[launch]")
         CHECK(e.condition() == Errc::invalid_argument);
     }
     CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("a launch on an empty Stream's handle is an error, not a launch on the default stream", "[launch]")
+{
+    Context ctx = Context::create(Device::get(0));
+    Module m = Module::fromPtx(ctx, kernelsPtx());
+    const cuctx::Function empty = m.function("empty");
+    const cuctx::Stream none;
+    const cuctx::Error e = errorOf([&] {
+        cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = none.native()});
+    });
+    CHECK(e.condition() == Errc::invalid_argument);
+    CHECK(contains(e.what(), "empty"));
+    // The default stream is still there for whoever asks for it: by default, or by name.
+    CHECK_NOTHROW(cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}}));
+    CHECK_NOTHROW(cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = nullptr}));
+    // A Stream itself: its handle, or the same error when it is empty.
+    const cuctx::Stream stream(ctx);
+    CHECK_NOTHROW(cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream}));
+    CHECK(errorOf([&] {
+              cuctx::launch(empty, cuctx::LaunchConfig{.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = none});
+          }).condition() == Errc::invalid_argument);
+    ctx.synchronize();
 }
 
 TEST_CASE("a launch enters the kernel's context and leaves the stack as it was", "[launch]")
