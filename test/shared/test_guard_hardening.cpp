@@ -333,7 +333,7 @@ TEST_CASE("a log sink may call back into cuctx: cuctx holds no lock of its own w
         try {
             // Logs while retaining and interning the primary context, and (below) while deferring
             // the destruction of a context another thread uses: both under the registry's lock before.
-            Context p = Context::primary(Device::get(1));
+            Context p = Context::primary(Device::get(Device::count() - 1));
             Context c = Context::create(Device::get(0));
             std::promise<void> entered;
             std::promise<void> dropped;
