@@ -27,7 +27,7 @@ ContextState& checkedState(const Context& context, const char* call)
         throwError(Errc::invalid_argument, call, "the Context handle is empty",
                    "Make one with Context::create, Context::primary or Context::green");
     if (g_activeApi.load(std::memory_order_acquire) == nullptr) [[unlikely]]
-        (void)api(call); // a forked child: says so, naming this call
+        (void)api(call);  // a forked child: says so, naming this call
     runDeferredCleanup(); // what host callbacks dropped (deferred_cleanup.hpp)
     throwSticky(*state);
     return *state;
