@@ -10,12 +10,15 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <barrier>
 #include <cstddef>
 #include <exception>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace cuctx::testing {
@@ -45,30 +48,74 @@ void expectStackUnchanged(F&& f)
         detail::stackChanged(before, after);
 }
 
-/// Runs `f(index)` on `threads` new threads released together (a barrier, so they truly race), joins
-/// them all, and rethrows the first exception any of them threw.
-template <typename F>
-void runConcurrently(unsigned threads, F&& f)
+namespace detail {
+/// runConcurrently with the thread creation given: `start(body)` returns a joinable std::jthread
+/// running `body`, or throws (tests make it fail at the nth thread).
+template <typename Start, typename F>
+void runConcurrentlyWith(Start&& start, unsigned threads, F&& f)
 {
-    std::barrier start(static_cast<std::ptrdiff_t>(threads));
+    std::barrier gate(static_cast<std::ptrdiff_t>(threads));
+    std::atomic<bool> abandoned{false};
     std::mutex mutex;
     std::exception_ptr failure;
+    std::exception_ptr notStarted;
+    std::size_t started = 0;
     {
         std::vector<std::jthread> pool;
-        for (unsigned i = 0; i < threads; ++i)
-            pool.emplace_back([&, i] {
-                start.arrive_and_wait();
-                try {
-                    f(i);
-                } catch (...) {
-                    std::lock_guard lock(mutex);
-                    if (!failure)
-                        failure = std::current_exception();
-                }
-            });
+        pool.reserve(threads); // before any thread: a failure here leaves nothing to join
+        try {
+            for (unsigned i = 0; i < threads; ++i) {
+                pool.push_back(start([&, i] {
+                    gate.arrive_and_wait();
+                    if (abandoned.load())
+                        return;
+                    try {
+                        f(i);
+                    } catch (...) {
+                        std::lock_guard lock(mutex);
+                        if (!failure)
+                            failure = std::current_exception();
+                    }
+                }));
+            }
+        } catch (...) {
+            // Release the threads that started (they wait at the gate for the missing ones), let
+            // them return without running `f`, and join them below: never std::terminate.
+            notStarted = std::current_exception();
+            abandoned.store(true);
+            for (std::size_t missing = pool.size(); missing < threads; ++missing)
+                gate.arrive_and_drop();
+        }
+        started = pool.size();
+    } // joins
+    if (notStarted) {
+        try {
+            std::rethrow_exception(notStarted);
+        } catch (const std::system_error& e) {
+            ErrorInfo info;
+            info.condition = Errc::invalid_state;
+            info.call = "cuctx::testing::runConcurrently";
+            info.object = "thread " + std::to_string(started + 1) + " of " + std::to_string(threads);
+            info.detail = std::string("the system refused to start it (") + e.what() + "); the " +
+                          std::to_string(started) + " started were joined without running";
+            info.hint = "Run fewer threads, or raise the limit (ulimit -u, kernel.threads-max)";
+            throw Error(std::move(info));
+        }
     }
     if (failure)
         std::rethrow_exception(failure);
+}
+} // namespace detail
+
+/// Runs `f(index)` on `threads` new threads released together (a barrier, so they truly race), joins
+/// them all, and rethrows the first exception any of them threw. When the system refuses a thread,
+/// none runs `f`: the ones started are joined and Errc::invalid_state is thrown, naming the thread
+/// and the system's error (it never hangs or ends in std::terminate).
+template <typename F>
+void runConcurrently(unsigned threads, F&& f)
+{
+    detail::runConcurrentlyWith([](auto&& body) { return std::jthread(std::forward<decltype(body)>(body)); }, threads,
+                                f);
 }
 
 } // namespace cuctx::testing

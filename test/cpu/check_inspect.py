@@ -178,6 +178,58 @@ expect("--device without a number is a usage error", run(["context", "--device",
 expect("--help lists every command", all(c in run(["--help"]).stdout for c in
                                          ["devices", "topology", "context", "module", "doctor", "bench"]))
 
+# Numbers are checked, not wrapped or defaulted; usage errors exit 2 with the command's usage line.
+for args, words in [(["context", "--device", "4294967296"], "out of range"),
+                    (["context", "--device=-1"], "out of range"),
+                    (["bench", "--threads", "4294967297"], "out of range"),
+                    (["bench", "--threads", "0"], "out of range"),
+                    (["bench", "--threads", "50000"], "from 1 to 1024"),
+                    (["bench", "--threads", "-1"], "out of range"),
+                    (["bench", "--iterations", "12abc"], "not a whole number"),
+                    (["bench", "--device", "1", "--device", "2"], "--device"),
+                    (["context", "--device"], "--device")]:
+    r = run(args, CUCTX_DRIVER_PATH=fake)
+    expect(f"{' '.join(args)}: a usage error", r.returncode == 2 and r.stdout == "" and words in r.stderr and
+           f"usage: cuctx-inspect {args[0]}" in r.stderr, f"{r.returncode}\n{r.stdout}{r.stderr}")
+doc = check_json("context --device=1 (the = form)", run(["context", "--json", "--device=1"], CUCTX_DRIVER_PATH=fake),
+                 "ok", 0, load_validator("inspect-context.schema.json"))
+expect("--device=1 is device 1", doc is not None and doc["device"] == 1)
+doc = check_json("--device 010 is decimal", run(["context", "--json", "--device", "010"], CUCTX_DRIVER_PATH=fake),
+                 "usage_error", 2, load_validator("inspect-context.schema.json"))
+expect("--device 010 is device 10, not octal 8", doc is not None and doc["device"] == 10)
+with tempfile.TemporaryDirectory() as folder:
+    dashed = os.path.join(folder, "-k.ptx")
+    with open(ptx) as src, open(dashed, "w") as dst:
+        dst.write(src.read())
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
+    r = subprocess.run([os.path.abspath(inspect), "module", "--json", "--", "-k.ptx"], capture_output=True, text=True,
+                       env=dict(full_env, CUCTX_DRIVER_PATH=os.path.abspath(fake)), cwd=folder, timeout=60)
+    expect("module -- FILE: a file whose name starts with '-'", r.returncode == 0 and '"-k.ptx"' in r.stdout,
+           r.stderr)
+helped = run(["--help"])
+expect("--help on stdout, nothing on stderr", helped.returncode == 0 and helped.stderr == "" and
+       helped.stdout.startswith("usage: cuctx-inspect"), helped.stderr)
+
+# The system refusing threads (a default thread stack no mmap can give): bench says so and exits 12,
+# it never ends in std::terminate. ThreadSanitizer cannot run with that limit, so its build skips it.
+if os.environ.get("CUCTX_TEST_SANITIZE", "none") != "thread":
+    import resource
+
+    def huge_stacks():
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 50, resource.RLIM_INFINITY))
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
+    full_env["CUCTX_DRIVER_PATH"] = fake
+    r = subprocess.run([inspect, "bench", "--threads", "2", "--iterations", "200"], capture_output=True, text=True,
+                       env=full_env, timeout=60, preexec_fn=huge_stacks)
+    expect("bench with threads refused: exit 12 and says why", r.returncode == 12 and
+           "could not start thread 1 of 2" in r.stderr, f"{r.returncode}\n{r.stderr}")
+    r = subprocess.run([inspect, "bench", "--json", "--threads", "2", "--iterations", "200"], capture_output=True,
+                       text=True, env=full_env, timeout=60, preexec_fn=huge_stacks)
+    check_json("bench with threads refused", r, "no_resources", 12, load_validator("inspect-bench.schema.json"))
+else:
+    print("skip   bench with threads refused (ThreadSanitizer cannot run with a huge stack limit)")
+
 # topology on three fake devices (they have no peer access, as on a machine without P2P).
 topology_validator = load_validator("inspect-topology.schema.json")
 doc = check_json("topology", run(["topology", "--json"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="3"), "ok", 0,

@@ -9,8 +9,13 @@
 #include "cuctx/cuctx.hpp"
 #include "cuctx/testing.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 TEST_CASE("failNthCall makes the nth call of a driver entry fail, on the inline guard path too", "[harness]")
 {
@@ -72,4 +77,48 @@ TEST_CASE("runConcurrently releases every thread together and rethrows the first
                                                               throw std::runtime_error("thread 3");
                                                       }),
                       "thread 3");
+}
+
+TEST_CASE("runConcurrently joins the started threads and throws when the system refuses one", "[harness]")
+{
+    std::atomic<int> ran{0};
+    auto body = [&](unsigned) { ++ran; };
+    // The 4th of 8 threads cannot be made: the 3 started wait for it at the barrier and must be
+    // released and joined, not left to hang (or to std::terminate in a joinable thread's destructor).
+    unsigned made = 0;
+    auto refuseFourth = [&](auto&& run) {
+        if (++made == 4)
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again), "pthread_create");
+        return std::jthread(std::forward<decltype(run)>(run));
+    };
+    try {
+        cuctx::testing::detail::runConcurrentlyWith(refuseFourth, 8, body);
+        FAIL("a refused thread went unreported");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.condition() == cuctx::Errc::invalid_state);
+        CHECK_THAT(e.what(), Catch::Contains("thread 4 of 8") && Catch::Contains("3 started were joined"));
+    }
+    CHECK(ran == 0); // no thread ran `f` alone: all or none race
+
+    // The same through std::thread itself: a default stack no mmap can give makes pthread_create fail.
+    pthread_attr_t saved;
+    REQUIRE(pthread_getattr_default_np(&saved) == 0);
+    pthread_attr_t huge;
+    pthread_attr_init(&huge);
+    REQUIRE(pthread_attr_setstacksize(&huge, std::size_t{1} << 50) == 0);
+    REQUIRE(pthread_setattr_default_np(&huge) == 0);
+    bool refused = false;
+    try {
+        cuctx::testing::runConcurrently(4, body);
+    } catch (const cuctx::Error& e) {
+        refused = e.condition() == cuctx::Errc::invalid_state;
+    } catch (...) {
+    }
+    pthread_setattr_default_np(&saved);
+    pthread_attr_destroy(&huge);
+    pthread_attr_destroy(&saved);
+    CHECK(refused);
+    CHECK(ran == 0);
+    cuctx::testing::runConcurrently(4, body); // threads start again
+    CHECK(ran == 4);
 }

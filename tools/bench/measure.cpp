@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -88,15 +89,31 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     std::vector<Clock::time_point> begins(static_cast<std::size_t>(threads));
     std::vector<Clock::time_point> ends(static_cast<std::size_t>(threads));
     std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            setUp();
-            start.arrive_and_wait();
-            begins[static_cast<std::size_t>(t)] = Clock::now();
-            perThread(tasks);
-            ends[static_cast<std::size_t>(t)] = Clock::now();
-            tearDown();
-        });
+    pool.reserve(static_cast<std::size_t>(threads));
+    std::atomic<bool> abandoned{false};
+    try {
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                setUp();
+                start.arrive_and_wait();
+                if (!abandoned.load()) {
+                    begins[static_cast<std::size_t>(t)] = Clock::now();
+                    perThread(tasks);
+                    ends[static_cast<std::size_t>(t)] = Clock::now();
+                }
+                tearDown();
+            });
+    } catch (const std::system_error& e) {
+        // The system refused a thread: release the ones waiting at the barrier, join them, and say so
+        // (destroying a joinable std::thread would end the process in std::terminate).
+        abandoned.store(true);
+        for (std::size_t missing = pool.size(); missing < static_cast<std::size_t>(threads); ++missing)
+            start.arrive_and_drop();
+        for (auto& th : pool)
+            th.join();
+        throw std::system_error(e.code(), "could not start thread " + std::to_string(pool.size() + 1) + " of " +
+                                              std::to_string(threads) + " (use fewer threads, or raise the limit)");
+    }
     for (auto& th : pool)
         th.join();
     const auto first = *std::min_element(begins.begin(), begins.end());

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -139,6 +140,9 @@ int runBench(const CommandLine& c)
         rows = measure(c, s);
     } catch (const Error& e) {
         return reportFailure(c, outcomeFor(e.condition()), e.what(),
+                             [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
+    } catch (const std::system_error& e) { // the system refused a thread
+        return reportFailure(c, Outcome{exitNoResources, "no_resources", "cannot start the threads"}, e.what(),
                              [&](JsonWriter& j) { writeMembers(j, {}, s, c.device); });
     } catch (const std::runtime_error& e) { // a raw driver call of the measurement failed
         return reportFailure(c, outcomeFor(Errc::driver_error), e.what(),

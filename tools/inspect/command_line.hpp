@@ -4,6 +4,7 @@
 // cuctx-inspect's command line and what every subcommand shares: the document envelope of --json
 // output, and how a failure is reported (one line on stderr, or the document with its status).
 
+#include "arguments.hpp"
 #include "exit_codes.hpp"
 #include "report/json_writer.hpp"
 
@@ -18,19 +19,6 @@ namespace cuctx::tools {
 using detail::JsonWriter;
 
 inline constexpr int kSchemaVersion = 1;
-
-struct CommandLine {
-    std::string command = "devices";
-    bool json = false;
-    bool csv = false;
-    bool verbose = false;
-    bool memory = false;  ///< devices: measure free memory
-    bool primary = false; ///< module, context: the primary context instead of a new one
-    int device = 0;       ///< module, context, bench
-    int threads = 0;      ///< bench: 0 = up to 16, as many as the machine has
-    long iterations = 0;  ///< bench: 0 = the default
-    std::string file;     ///< module
-};
 
 /// Prints the command's --json document: the members every document starts with (schema_version,
 /// tool "cuctx-inspect COMMAND", cuctx_version, status, message, driver), then the command's own.

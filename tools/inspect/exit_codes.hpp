@@ -20,6 +20,7 @@ enum ExitCode : int {
     exitModuleError = 9,     ///< `module FILE`: the file is missing or not an image, or it did not load
     exitDoctorWarnings = 10, ///< `doctor`: warnings, no errors
     exitDoctorErrors = 11,   ///< `doctor`: at least one error
+    exitNoResources = 12,    ///< `bench`: the system refused a thread the measurement needs
 };
 
 /// The exit status and the JSON "status" word for a load failure.

@@ -14,12 +14,13 @@
 //   exit      a short-lived thread adopts a context and exits without releasing it
 // Afterwards: every thread's stack is empty, the churned contexts are all destroyed, and cuctx's
 // live objects (contexts, modules, streams, events, buffers) are back where they started.
+// A thread the system refuses to start is an error of the run (exit 4), not a violation.
 //
-// usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N]
-//                     [--churn-interval-ms N] [--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]
+// usage: see stress_options.cpp (--help) and docs/stress.md.
 
 #include "cuctx/cuctx.hpp"
 #include "raw_driver.hpp"
+#include "stress_options.hpp"
 
 #include <unistd.h>
 
@@ -49,7 +50,8 @@ enum Op { opNest, opAdopt, opModule, opLaunch, opWait, opChurn, opExit, opCount 
 constexpr const char* kOpNames[opCount] = {"nest", "adopt", "module", "launch", "wait", "churn", "exit"};
 constexpr int kOpWeights[opCount] = {40, 20, 15, 10, 8, 4, 3};
 
-enum class Bug { none, wrongRestore, noPop };
+using tools::Bug;
+using Options = tools::StressOptions;
 
 // The kernels when --ptx is not given: beside the executable in the build tree, else where the
 // install puts them relative to it (CUCTX_STRESS_PTX: ../share/cuctx/kernels.ptx from bin/). No
@@ -65,17 +67,10 @@ std::string defaultPtx()
     return (dir / CUCTX_STRESS_PTX).lexically_normal();
 }
 
-struct Options {
-    unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-    double seconds = 10;
-    long ops = 0; // per thread; 0: run for `seconds`
-    unsigned long seed = 1;
-    int contexts = 3;
-    long churnIntervalMs = 1000;
-    std::string ptx = defaultPtx();
-    bool json = false;
-    Bug bug = Bug::none;
-};
+constexpr int kExitViolations = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitNoDriver = 3;
+constexpr int kExitNotRun = 4; // the run could not be carried out: a thread was refused
 
 struct Shared {
     explicit Shared(const Options& o) : options(o) {}
@@ -92,8 +87,10 @@ struct Shared {
     std::atomic<bool> stop{false};
     std::atomic<long> done[opCount]{};
     std::atomic<long> violations{0};
+    std::atomic<long> errors{0}; // the run's own failures (a thread refused), not cuctx's
     std::mutex messagesMutex;
     std::vector<std::string> messages;
+    std::vector<std::string> errorMessages;
 
     void violation(const std::string& what)
     {
@@ -101,6 +98,13 @@ struct Shared {
         std::lock_guard lock(messagesMutex);
         if (messages.size() < 20)
             messages.push_back(what);
+    }
+    void error(const std::string& what)
+    {
+        errors.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard lock(messagesMutex);
+        if (errorMessages.size() < 20)
+            errorMessages.push_back(what);
     }
 };
 
@@ -247,13 +251,19 @@ private:
         case opExit: {
             Context ctx = anyContext();
             std::string failure;
-            std::thread t([&ctx, &failure] { // exits holding it
-                try {
-                    ContextStack::adopt(ctx);
-                } catch (const std::exception& e) {
-                    failure = e.what();
-                }
-            });
+            std::thread t;
+            try {
+                t = std::thread([&ctx, &failure] { // exits holding it
+                    try {
+                        ContextStack::adopt(ctx);
+                    } catch (const std::exception& e) {
+                        failure = e.what();
+                    }
+                });
+            } catch (const std::system_error& e) { // the system's limit, not cuctx's fault
+                s_.error("exit on thread " + std::to_string(index_) + ": could not start a thread: " + e.what());
+                break;
+            }
             t.join();
             if (!failure.empty())
                 s_.violation("exit: " + failure);
@@ -352,59 +362,32 @@ private:
     std::vector<std::unique_ptr<Resources>> resources_;
 };
 
-int usage()
-{
-    std::fprintf(stderr, "usage: cuctx-stress [--threads N] [--seconds S | --ops N] [--seed N] [--contexts N] "
-                         "[--churn-interval-ms N] [--ptx FILE] [--json] [--inject-bug wrong-restore|no-pop]\n");
-    return 2;
-}
-
 } // namespace
 
 int main(int argc, char** argv)
 {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        const bool hasValue = i + 1 < argc;
-        if (arg == "--threads" && hasValue)
-            o.threads = static_cast<unsigned>(std::atoi(argv[++i]));
-        else if (arg == "--seconds" && hasValue)
-            o.seconds = std::atof(argv[++i]);
-        else if (arg == "--ops" && hasValue)
-            o.ops = std::atol(argv[++i]);
-        else if (arg == "--seed" && hasValue)
-            o.seed = std::strtoul(argv[++i], nullptr, 10);
-        else if (arg == "--contexts" && hasValue)
-            o.contexts = std::max(1, std::atoi(argv[++i]));
-        else if (arg == "--churn-interval-ms" && hasValue)
-            o.churnIntervalMs = std::atol(argv[++i]);
-        else if (arg == "--ptx" && hasValue)
-            o.ptx = argv[++i];
-        else if (arg == "--json")
-            o.json = true;
-        else if (arg == "--inject-bug" && hasValue) {
-            const std::string bug = argv[++i];
-            if (bug == "wrong-restore")
-                o.bug = Bug::wrongRestore;
-            else if (bug == "no-pop")
-                o.bug = Bug::noPop;
-            else
-                return usage();
-        } else
-            return usage();
+    const tools::ParsedStressOptions parsed =
+        tools::parseStressOptions(std::vector<std::string>(argv + 1, argv + argc), defaultPtx());
+    if (parsed.action == tools::ParsedStressOptions::Action::help) {
+        std::fputs(parsed.text.c_str(), stdout);
+        return 0;
     }
+    if (parsed.action == tools::ParsedStressOptions::Action::usage) {
+        std::fputs(parsed.text.c_str(), stderr);
+        return kExitUsage;
+    }
+    Options o = parsed.options;
     if (o.threads == 0)
-        return usage();
+        o.threads = std::clamp(std::thread::hardware_concurrency(), 1u, tools::kMaxStressThreads);
     const auto status = Driver::status();
     if (!status.loaded) {
         std::fprintf(stderr, "cuctx-stress: %s\n", status.message.c_str());
-        return 3;
+        return kExitNoDriver;
     }
     std::ifstream in(o.ptx, std::ios::binary);
     if (!in) {
         std::fprintf(stderr, "cuctx-stress: cannot read the kernels from %s (--ptx)\n", o.ptx.c_str());
-        return 2;
+        return kExitUsage;
     }
     // Violations are the report; cuctx's own log of them (at error level) would drown it.
     if (std::getenv("CUCTX_LOG_LEVEL") == nullptr)
@@ -419,10 +402,18 @@ int main(int argc, char** argv)
 
     const auto t0 = Clock::now();
     std::vector<std::thread> threads;
-    for (unsigned t = 0; t < o.threads; ++t)
-        threads.emplace_back([&s, t] { Worker(s, t).run(); });
+    threads.reserve(o.threads);
+    try {
+        for (unsigned t = 0; t < o.threads; ++t)
+            threads.emplace_back([&s, t] { Worker(s, t).run(); });
+    } catch (const std::system_error& e) {
+        // Stop and join the workers that started (a joinable std::thread must never be destroyed).
+        s.error("could not start worker thread " + std::to_string(threads.size() + 1) + " of " +
+                std::to_string(o.threads) + ": " + e.what() + " (use fewer --threads, or raise the limit)");
+        s.stop = true;
+    }
     const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
-    while (true) {
+    while (!s.stop) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
         if (o.ops == 0 && elapsed >= o.seconds)
             break;
@@ -487,8 +478,9 @@ int main(int argc, char** argv)
         for (int k = 0; k < opCount; ++k)
             std::printf("%s\n    \"%s\": {\"operations\": %ld, \"per_second\": %.1f}", k ? "," : "", kOpNames[k],
                         s.done[k].load(), static_cast<double>(s.done[k].load()) / seconds);
-        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"violations\": %ld,\n  \"messages\": [", s.churned.load(),
-                    s.violations.load());
+        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"errors\": %ld,\n  \"violations\": %ld,\n"
+                    "  \"messages\": [",
+                    s.churned.load(), s.errors.load(), s.violations.load());
         for (std::size_t i = 0; i < s.messages.size(); ++i) {
             std::string m;
             for (char c : s.messages[i])
@@ -509,5 +501,9 @@ int main(int argc, char** argv)
         for (const std::string& m : s.messages)
             std::printf("violation: %s\n", m.c_str());
     }
-    return s.violations.load() == 0 ? 0 : 1;
+    for (const std::string& m : s.errorMessages)
+        std::fprintf(stderr, "cuctx-stress: error: %s\n", m.c_str());
+    if (s.violations.load() != 0)
+        return kExitViolations;
+    return s.errors.load() == 0 ? 0 : kExitNotRun;
 }
