@@ -6,10 +6,13 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace cuctx::detail {
 namespace {
@@ -22,13 +25,13 @@ int levelFromEnvironment()
     const char* env = std::getenv("CUCTX_LOG_LEVEL");
     if (env == nullptr || env[0] == '\0')
         return static_cast<int>(LogLevel::warn);
-    const std::string value = env;
-    if (value == "warning")
-        return static_cast<int>(LogLevel::warn);
-    const auto level = spdlog::level::from_str(value); // gives "off" for an unknown name
-    if (level == spdlog::level::off && value != "off")
-        return static_cast<int>(LogLevel::warn);
-    return static_cast<int>(level);
+    if (const auto level = parseLogLevel(env))
+        return static_cast<int>(*level);
+    // Once: this runs when cuctx is loaded. Through the logger, whose own level is trace.
+    logger().warn("CUCTX_LOG_LEVEL='{}' is no log level (trace, debug, info, warn, error, critical, off, in any "
+                  "case): logging at warn",
+                  env);
+    return static_cast<int>(LogLevel::warn);
 }
 
 // Forwards formatted messages to the embedding program's callback. With no mutex of its own: the
@@ -81,6 +84,25 @@ LoggerSlot& slot()
 }
 
 } // namespace
+
+std::optional<LogLevel> parseLogLevel(std::string_view text) noexcept
+{
+    constexpr std::pair<std::string_view, LogLevel> kNames[] = {
+        {"trace", LogLevel::trace}, {"debug", LogLevel::debug},       {"info", LogLevel::info},
+        {"warn", LogLevel::warn},   {"warning", LogLevel::warn},      {"error", LogLevel::error},
+        {"err", LogLevel::error},   {"critical", LogLevel::critical}, {"off", LogLevel::off},
+    };
+    for (const auto& [name, level] : kNames) {
+        if (text.size() != name.size())
+            continue;
+        bool same = true;
+        for (std::size_t i = 0; i < name.size() && same; ++i)
+            same = std::tolower(static_cast<unsigned char>(text[i])) == name[i];
+        if (same)
+            return level;
+    }
+    return std::nullopt;
+}
 
 std::atomic<int> g_logLevel{levelFromEnvironment()};
 

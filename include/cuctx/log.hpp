@@ -13,7 +13,8 @@ namespace cuctx {
 enum class LogLevel { trace, debug, info, warn, error, critical, off };
 
 /// The level below which cuctx logs nothing. Starts from $CUCTX_LOG_LEVEL (trace, debug, info,
-/// warn, error, critical, off; default warn). At trace, every context transition is logged.
+/// warn, error, critical, off, in any case; default warn; anything else is warned about once and
+/// means warn). At trace, every context transition is logged.
 CUCTX_API void setLogLevel(LogLevel level) noexcept;
 CUCTX_API LogLevel logLevel() noexcept;
 

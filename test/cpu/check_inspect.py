@@ -114,6 +114,12 @@ expect("CUCTX_LOG_LEVEL=debug logs the load",
        "[cuctx] [debug]" in logged.stderr and "driver loaded from" in logged.stderr, logged.stderr)
 quiet = run([], CUCTX_DRIVER_PATH=fake)
 expect("default level logs nothing on success", quiet.stderr == "", quiet.stderr)
+logged = run([], CUCTX_DRIVER_PATH=fake, CUCTX_LOG_LEVEL="DEBUG")
+expect("CUCTX_LOG_LEVEL=DEBUG (any case) logs the load", "driver loaded from" in logged.stderr, logged.stderr)
+logged = run([], CUCTX_DRIVER_PATH=fake, CUCTX_LOG_LEVEL="verbose")
+expect("CUCTX_LOG_LEVEL=verbose: one warning that names it, then warn level",
+       logged.returncode == 0 and logged.stderr.count("CUCTX_LOG_LEVEL='verbose' is no log level") == 1 and
+       len(logged.stderr.splitlines()) == 1, logged.stderr)
 
 usage = run(["--bogus"])
 expect("bad argument: exit status 2", usage.returncode == 2)

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_env.hpp"
+#include "log_level.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"
@@ -141,4 +142,22 @@ TEST_CASE("a guard whose scope spans a change of log level enters and leaves cle
     const Switches logged = countSwitches(*captured);
     CHECK(logged.pushes == 1);
     CHECK(logged.pops == 1);
+}
+
+TEST_CASE("CUCTX_LOG_LEVEL is read in any case, and only a level is one", "[log]")
+{
+    using cuctx::LogLevel;
+    using cuctx::detail::parseLogLevel;
+    CHECK(parseLogLevel("trace") == LogLevel::trace);
+    CHECK(parseLogLevel("TRACE") == LogLevel::trace);
+    CHECK(parseLogLevel("Debug") == LogLevel::debug);
+    CHECK(parseLogLevel("INFO") == LogLevel::info);
+    CHECK(parseLogLevel("Warning") == LogLevel::warn);
+    CHECK(parseLogLevel("err") == LogLevel::error);
+    CHECK(parseLogLevel("CRITICAL") == LogLevel::critical);
+    CHECK(parseLogLevel("Off") == LogLevel::off);
+    CHECK_FALSE(parseLogLevel("garbage"));
+    CHECK_FALSE(parseLogLevel(""));
+    CHECK_FALSE(parseLogLevel("trace "));
+    CHECK_FALSE(parseLogLevel(std::string_view("off\0x", 5)));
 }
