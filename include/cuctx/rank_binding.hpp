@@ -28,8 +28,10 @@ struct CUCTX_API RankBinding {
 /// MPI), Slurm, torchrun and similar.
 CUCTX_API const std::vector<std::string>& localRankVariables();
 
-/// The binding for `environment` (name -> value) and `visibleDevices` devices. Where
-/// CUDA_VISIBLE_DEVICES names exactly one device (the launcher gave each rank its own), every rank
+/// The binding for `environment` (name -> value) and `visibleDevices` devices. CUDA_VISIBLE_DEVICES
+/// is read as the driver reads it: up to the first entry that is no index or UUID (an empty entry
+/// included), which it ignores with every entry after it. Where it names exactly one device (the
+/// launcher gave each rank its own), every rank
 /// uses ordinal 0; otherwise the local rank is the ordinal, and a local rank with no device of its
 /// own is an Errc::invalid_argument error that says how many there are and what to do. No launcher
 /// variable: local rank 0, from "(none)".

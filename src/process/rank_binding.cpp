@@ -4,42 +4,13 @@
 #include "cuctx/device.hpp"
 
 #include "driver/check.hpp"
+#include "process/environment.hpp"
 
-#include <charconv>
 #include <cstdlib>
 
 extern char** environ;
 
 namespace cuctx {
-
-namespace {
-
-std::optional<int> parseRank(const std::string& text)
-{
-    int value = -1;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size() || value < 0)
-        return std::nullopt;
-    return value;
-}
-
-std::vector<std::string> splitVisible(const std::string& text)
-{
-    std::vector<std::string> entries;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = text.find(',', start);
-        std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!entry.empty())
-            entries.push_back(entry);
-        if (comma == std::string::npos)
-            break;
-        start = comma + 1;
-    }
-    return entries;
-}
-
-} // namespace
 
 const std::vector<std::string>& localRankVariables()
 {
@@ -66,7 +37,7 @@ RankBinding bindRank(const std::map<std::string, std::string>& environment, int 
         const auto it = environment.find(name);
         if (it == environment.end())
             continue;
-        const std::optional<int> rank = parseRank(it->second);
+        const std::optional<int> rank = detail::parseLocalRank(it->second);
         if (!rank)
             detail::throwError(Errc::invalid_argument, "cuctx::bindRank",
                                name + " is '" + it->second + "', not a local rank (a number from 0)",
@@ -81,10 +52,20 @@ RankBinding bindRank(const std::map<std::string, std::string>& environment, int 
                                ") has no device to bind: the "
                                "driver sees none",
                            "Check nvidia-smi and CUDA_VISIBLE_DEVICES");
+    // As the driver reads it: the entries before the first that is no device (an empty one included).
     std::vector<std::string> visible;
+    std::string cvdText;
     const auto cvd = environment.find("CUDA_VISIBLE_DEVICES");
-    if (cvd != environment.end())
-        visible = splitVisible(cvd->second);
+    if (cvd != environment.end()) {
+        const detail::VisibleDevices parsed = detail::parseVisibleDevices(cvd->second);
+        visible = parsed.used;
+        cvdText = " (CUDA_VISIBLE_DEVICES=" + cvd->second;
+        if (parsed.stoppedAt)
+            cvdText += ", where the driver stops at entry " + std::to_string(*parsed.stoppedAt + 1) + " \"" +
+                       parsed.entries[*parsed.stoppedAt] + "\" and uses the " + std::to_string(visible.size()) +
+                       " before it";
+        cvdText += ")";
+    }
     if (cvd != environment.end() && visible.size() == 1 && visibleDevices == 1) {
         b.ordinal = 0; // the launcher gave this rank a device of its own
     } else if (b.localRank < visibleDevices) {
@@ -92,8 +73,7 @@ RankBinding bindRank(const std::map<std::string, std::string>& environment, int 
     } else {
         detail::throwError(Errc::invalid_argument, "cuctx::bindRank",
                            "local rank " + std::to_string(b.localRank) + " (" + b.source +
-                               ") has no device of its own: " + std::to_string(visibleDevices) + " visible" +
-                               (cvd != environment.end() ? " (CUDA_VISIBLE_DEVICES=" + cvd->second + ")" : ""),
+                               ") has no device of its own: " + std::to_string(visibleDevices) + " visible" + cvdText,
                            "Start at most one process per GPU on each node, or give each rank its own device "
                            "through CUDA_VISIBLE_DEVICES (srun --gpus-per-task=1, mpirun -x)");
     }

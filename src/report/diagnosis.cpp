@@ -7,11 +7,13 @@
 #include "cuctx/module.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
+#include "process/environment.hpp"
 #include "report/report_format.hpp"
 
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
@@ -23,8 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The JIT cache's documented defaults (CUDA Programming Guide, "CUDA Environment Variables").
-constexpr std::size_t kDefaultCacheLimit = std::size_t{256} << 20;
-constexpr std::size_t kLargestCacheLimit = std::size_t{4} << 30;
+constexpr std::uint64_t kDefaultCacheLimit = std::uint64_t{256} << 20;
+constexpr std::uint64_t kLargestCacheLimit = std::uint64_t{4} << 30;
 
 struct Findings {
     std::vector<Finding> list;
@@ -104,18 +106,6 @@ void checkLoaderPath(Findings& f, const Driver::Status& st)
         f.add("loader-path", Severity::ok, "no CUDA stub library on LD_LIBRARY_PATH");
 }
 
-bool validVisibleEntry(const std::string& entry)
-{
-    if (entry.rfind("GPU-", 0) == 0 || entry.rfind("MIG-", 0) == 0)
-        return entry.size() > 4;
-    if (entry.empty())
-        return false;
-    for (const char c : entry)
-        if (std::isdigit(static_cast<unsigned char>(c)) == 0)
-            return false;
-    return true;
-}
-
 int physicalGpus(const std::string& listDir)
 {
     std::error_code ec;
@@ -136,7 +126,10 @@ void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions&
             cvd != nullptr
                 ? "CUDA_VISIBLE_DEVICES=\"" + std::string(cvd) + "\" may hide them all: unset it or list valid devices"
                 : "check that nvidia-smi lists a GPU and that this user may open /dev/nvidia*";
-        f.add("devices", Severity::error, "the driver sees no CUDA device", std::move(advice));
+        f.add("devices", Severity::error,
+              "the driver sees no CUDA device" +
+                  (cvd != nullptr ? " (CUDA_VISIBLE_DEVICES=\"" + std::string(cvd) + "\")" : std::string()),
+              std::move(advice));
     }
 
     if (cvd == nullptr) {
@@ -150,25 +143,38 @@ void checkDevices(Findings& f, const Driver::Status& st, const DiagnosisOptions&
         return;
     }
     bool problem = false;
-    const std::vector<std::string> entries = split(value, ',');
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-        const std::string& e = entries[i];
-        if (!validVisibleEntry(e)) {
-            f.add("visible-devices", Severity::warning,
-                  "CUDA_VISIBLE_DEVICES entry \"" + e + "\" is no device index or UUID: the driver ignores it" +
-                      (i + 1 < entries.size() ? " and every entry after it" : ""),
-                  "write indices (\"0,2\") or UUIDs as nvidia-smi -L prints them (\"GPU-...\")");
-            problem = true;
-            break; // the driver stops here too
-        }
+    const detail::VisibleDevices parsed = detail::parseVisibleDevices(value);
+    if (parsed.stoppedAt) {
+        const std::size_t i = *parsed.stoppedAt;
+        f.add("visible-devices", parsed.used.empty() ? Severity::error : Severity::warning,
+              "CUDA_VISIBLE_DEVICES entry " + std::to_string(i + 1) + " (\"" + parsed.entries[i] +
+                  "\") is no device index or UUID: the driver stops there" +
+                  (i + 1 < parsed.entries.size() ? " and ignores every entry after it" : "") +
+                  (parsed.used.empty() ? ", so it hides every GPU"
+                                       : ", using the " + std::to_string(parsed.used.size()) + " before it"),
+              "write indices (\"0,2\") or UUIDs as nvidia-smi -L prints them (\"GPU-...\"), with no empty entry");
+        problem = true;
+    }
+    for (const std::string& e : parsed.used) {
         if (physical > 0 && e[0] != 'G' && e[0] != 'M' &&
-            std::strtoul(e.c_str(), nullptr, 10) >= static_cast<unsigned long>(physical)) {
+            (e.size() > 9 || std::stoul(e) >= static_cast<unsigned long>(physical))) {
             f.add("visible-devices", Severity::warning,
                   "CUDA_VISIBLE_DEVICES entry " + e + " names no GPU (this machine has " + std::to_string(physical) +
-                      ")",
+                      (problem ? ")" : "): the driver stops there"),
                   "use indices below " + std::to_string(physical) + ", as nvidia-smi numbers them");
             problem = true;
         }
+    }
+    // Without the driver's GPU list (/proc/driver/nvidia/gpus), the driver's own count tells: it uses
+    // the entries up to the first that names no GPU.
+    const bool counted = st.loaded || st.condition == Errc::no_device; // then `visible` is the driver's count
+    if (!problem && counted && static_cast<std::size_t>(visible) < parsed.used.size()) {
+        f.add("visible-devices", Severity::warning,
+              "CUDA_VISIBLE_DEVICES=" + value + " lists " + std::to_string(parsed.used.size()) +
+                  " devices but the driver sees " + std::to_string(visible) +
+                  ": an entry names no GPU of this machine, and the driver stops at it",
+              "list only the GPUs nvidia-smi -L shows");
+        problem = true;
     }
     if (physical > 0 && visible < physical) {
         f.add("visible-devices", Severity::warning,
@@ -237,22 +243,54 @@ void checkModuleLoading(Findings& f)
         f.add("module-loading", Severity::note, "the driver does not say how it loads modules");
 }
 
-std::size_t folderSize(const fs::path& dir)
+struct FolderSize {
+    std::uint64_t bytes = 0;
+    bool complete = true; ///< false when a part could not be read, or the walk gave up (a lower bound)
+};
+
+// The bytes of the regular files under `dir`, not following symbolic links. It goes on past what it
+// cannot read (the result then says it is a lower bound) and gives up after kMaxEntries entries, so
+// that CUDA_CACHE_PATH=/ neither stops at the first unreadable folder nor walks the whole disk.
+FolderSize folderSize(const fs::path& dir)
 {
-    std::size_t total = 0;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code sizeEc;
-        if (it->is_regular_file(sizeEc))
-            total += static_cast<std::size_t>(it->file_size(sizeEc));
+    constexpr std::size_t kMaxEntries = 200'000;
+    FolderSize size;
+    std::size_t entries = 0;
+    std::vector<fs::path> pending{dir};
+    while (!pending.empty()) {
+        const fs::path folder = std::move(pending.back());
+        pending.pop_back();
+        std::error_code ec;
+        fs::directory_iterator it(folder, ec);
+        for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+            if (++entries > kMaxEntries) {
+                size.complete = false;
+                return size;
+            }
+            std::error_code entryEc;
+            const fs::file_status status = it->symlink_status(entryEc);
+            if (entryEc) {
+                size.complete = false;
+            } else if (fs::is_directory(status)) {
+                pending.push_back(it->path());
+            } else if (fs::is_regular_file(status)) {
+                const std::uintmax_t bytes = it->file_size(entryEc);
+                if (entryEc)
+                    size.complete = false;
+                else
+                    size.bytes += bytes;
+            }
+        }
+        if (ec)
+            size.complete = false;
     }
-    return total;
+    return size;
 }
 
 void checkJitCache(Findings& f)
 {
     const char* disable = std::getenv("CUDA_CACHE_DISABLE");
-    if (disable != nullptr && std::string_view(disable) == "1") {
+    if (disable != nullptr && detail::cacheDisabled(disable)) {
         f.add("jit-cache", Severity::warning,
               "the JIT cache is disabled (CUDA_CACHE_DISABLE=1): every PTX load compiles again",
               "unset CUDA_CACHE_DISABLE, unless you are timing the JIT itself");
@@ -260,24 +298,28 @@ void checkJitCache(Findings& f)
     }
     const char* pathVar = std::getenv("CUDA_CACHE_PATH");
     const char* home = std::getenv("HOME");
-    if (pathVar == nullptr && home == nullptr) {
+    if ((pathVar == nullptr || pathVar[0] == '\0') && home == nullptr) {
         f.add("jit-cache", Severity::warning, "neither CUDA_CACHE_PATH nor HOME is set: the JIT cache has no folder",
               "set CUDA_CACHE_PATH to a writable folder");
         return;
     }
-    const fs::path dir = pathVar != nullptr ? fs::path(pathVar) : fs::path(home) / ".nv" / "ComputeCache";
-    std::size_t limit = kDefaultCacheLimit;
+    const bool pathSet = pathVar != nullptr && pathVar[0] != '\0';
+    fs::path dir = pathSet ? fs::path(pathVar) : fs::path(home) / ".nv" / "ComputeCache";
+    std::error_code ec;
+    if (dir.is_relative()) // the driver takes it from the working folder too
+        dir = fs::absolute(dir, ec);
+    dir = dir.lexically_normal();
+    std::uint64_t limit = kDefaultCacheLimit;
     bool limitSet = false;
     if (const char* max = std::getenv("CUDA_CACHE_MAXSIZE"); max != nullptr && max[0] != '\0') {
-        char* end = nullptr;
-        const unsigned long long v = std::strtoull(max, &end, 10);
-        if (end == nullptr || *end != '\0') {
-            f.add("jit-cache", Severity::warning,
-                  "CUDA_CACHE_MAXSIZE=\"" + std::string(max) + "\" is not a number of bytes: the driver ignores it",
-                  "write the size in bytes, up to 4294967296 (4 GiB)");
-        } else {
-            limit = static_cast<std::size_t>(v);
+        if (const auto bytes = detail::parseCacheMaxSize(max)) {
+            limit = *bytes;
             limitSet = true;
+        } else {
+            f.add("jit-cache", Severity::warning,
+                  "CUDA_CACHE_MAXSIZE=\"" + std::string(max) +
+                      "\" is not a number of bytes (digits only): the driver ignores it",
+                  "write the size in bytes, up to 4294967296 (4 GiB)");
         }
     }
     if (limit > kLargestCacheLimit) {
@@ -286,9 +328,9 @@ void checkJitCache(Findings& f)
               "set it to 4294967296 or less");
         limit = kLargestCacheLimit;
     }
-    std::error_code ec;
-    const std::string where = dir.string() + (pathVar != nullptr ? " (CUDA_CACHE_PATH)" : " (the default)");
-    const std::string limitText = detail::bytesText(limit) + (limitSet ? " (CUDA_CACHE_MAXSIZE)" : " (the default)");
+    const std::string where = dir.string() + (pathSet ? " (CUDA_CACHE_PATH)" : " (the default)");
+    const std::string limitText =
+        detail::bytesText(static_cast<std::size_t>(limit)) + (limitSet ? " (CUDA_CACHE_MAXSIZE)" : " (the default)");
     if (!fs::exists(dir, ec)) {
         fs::path parent = dir.parent_path();
         while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.parent_path())
@@ -304,20 +346,27 @@ void checkJitCache(Findings& f)
                   "JIT cache " + where + ", limit " + limitText + ": made at the first JIT compilation");
         return;
     }
+    if (!fs::is_directory(dir, ec)) {
+        f.add("jit-cache", Severity::warning, "the JIT cache path " + where + " is no folder: nothing is kept",
+              "set CUDA_CACHE_PATH to a folder (or unset it for ~/.nv/ComputeCache)");
+        return;
+    }
     if (access(dir.c_str(), W_OK) != 0) {
         f.add("jit-cache", Severity::warning, "the JIT cache folder " + where + " is not writable: nothing is kept",
               "make it writable for this user, or set CUDA_CACHE_PATH to a folder that is");
         return;
     }
-    const std::size_t used = folderSize(dir);
-    if (used >= limit / 10 * 9)
+    const FolderSize used = folderSize(dir);
+    const std::string usedText = (used.complete ? "" : "at least ") +
+                                 detail::bytesText(static_cast<std::size_t>(used.bytes)) +
+                                 (used.complete ? "" : " (not all of it could be read)");
+    if (used.bytes >= limit / 10 * 9)
         f.add("jit-cache", Severity::warning,
-              "the JIT cache " + where + " holds " + detail::bytesText(used) + " of its " + limitText +
+              "the JIT cache " + where + " holds " + usedText + " of its " + limitText +
                   " limit: older kernels are evicted and compiled again",
               "raise CUDA_CACHE_MAXSIZE (up to 4 GiB) or clear the folder");
     else
-        f.add("jit-cache", Severity::ok,
-              "JIT cache " + where + ": " + detail::bytesText(used) + " used of " + limitText);
+        f.add("jit-cache", Severity::ok, "JIT cache " + where + ": " + usedText + " used of " + limitText);
 }
 
 void checkFork(Findings& f)

@@ -19,6 +19,7 @@ from checks import expect, finish  # noqa: E402
 import checks  # noqa: E402
 
 inspect, fake, stub, schema_dir, ptx = sys.argv[1:6]
+fake = os.path.abspath(fake)
 store = checks.load_store(schema_dir)
 
 
@@ -34,10 +35,11 @@ HERMETIC = ("CUDA_VISIBLE_DEVICES", "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH", "CU
             "CUDA_MODULE_LOADING", "NO_COLOR", "LD_LIBRARY_PATH")
 
 
-def run(args, **env):
+def run(args, cwd=None, **env):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
     full_env.update(env)
-    return subprocess.run([inspect, *args], capture_output=True, text=True, env=full_env, timeout=60)
+    return subprocess.run([os.path.abspath(inspect), *args], capture_output=True, text=True, env=full_env,
+                          timeout=60, cwd=cwd)
 
 
 
@@ -302,10 +304,10 @@ doctor_validator = load_validator("inspect-doctor.schema.json")
 with tempfile.TemporaryDirectory() as home:
     clean = dict(CUDA_CACHE_PATH=os.path.join(home, "cache"))
 
-    def doctor(*args, **env):
+    def doctor(*args, cwd=None, **env):
         merged = dict(clean)
         merged.update(env)
-        return run(["doctor", *args], **merged)
+        return run(["doctor", *args], cwd=cwd, **merged)
 
     def findings(result):
         try:
@@ -346,6 +348,54 @@ with tempfile.TemporaryDirectory() as home:
         if found:
             text = found["summary"] + " " + (found["advice"] or "")
             expect(f"doctor, {name}: says '{words}'", words in text, text)
+    a_file = os.path.join(home, "a-file")
+    open(a_file, "w").close()
+    cases = [
+        ("a regular file as the JIT cache", dict(CUDA_CACHE_PATH=a_file), 10, ("jit-cache", "warning"), "is no folder"),
+        ("CUDA_CACHE_MAXSIZE=-1", dict(CUDA_CACHE_MAXSIZE="-1"), 10, ("jit-cache", "warning"),
+         '"-1" is not a number of bytes'),
+        ("an empty CUDA_VISIBLE_DEVICES entry", dict(CUDA_VISIBLE_DEVICES="0,,1"), 10, ("visible-devices", "warning"),
+         'entry 2 ("") is no device index or UUID: the driver stops there'),
+        ("an empty first entry", dict(CUDA_VISIBLE_DEVICES=",0"), 11, ("visible-devices", "error"),
+         "hides every GPU"),
+        # The fake ignores CUDA_VISIBLE_DEVICES and shows one device; the real driver stops at the 7.
+        ("an index past the GPUs, no /proc list", dict(CUDA_VISIBLE_DEVICES="0,7", CUCTX_FAKE_DEVICES="1"), 10,
+         ("visible-devices", "warning"), "lists 2 devices but the driver sees 1"),
+        ("no device under CUDA_VISIBLE_DEVICES", dict(CUDA_VISIBLE_DEVICES="7", CUCTX_FAKE_DEVICES="0"), 11,
+         ("devices", "error"), 'the driver sees no CUDA device (CUDA_VISIBLE_DEVICES="7")'),
+    ]
+    for name, env, code, key, words in cases:
+        result = doctor("--json", CUCTX_DRIVER_PATH=fake, **env)
+        check_json(f"doctor, {name}", result, "error" if code == 11 else "warning", code, doctor_validator)
+        found = findings(result).get(key)
+        expect(f"doctor, {name}: {key[0]} {key[1]}", found is not None, result.stdout)
+        if found:
+            expect(f"doctor, {name}: says '{words}'", words in found["summary"], found["summary"])
+    expect("doctor: CUDA_CACHE_MAXSIZE=-1 is not echoed as 2^64-1",
+           "18446744073709551615" not in doctor("--json", CUCTX_DRIVER_PATH=fake, CUDA_CACHE_MAXSIZE="-1").stdout)
+    # A relative CUDA_CACHE_PATH is taken from the working folder, as the driver takes it.
+    result = doctor("--json", cwd=home, CUCTX_DRIVER_PATH=fake, CUDA_CACHE_PATH="relative-cache")
+    expect("doctor: a relative CUDA_CACHE_PATH in a writable folder is ok",
+           ("jit-cache", "ok") in findings(result) and result.returncode == 0, result.stdout)
+    # A cache with a part that cannot be read (a path longer than PATH_MAX, even for root): the size
+    # is a lower bound and says so, and what could be read is counted.
+    deep = os.path.join(home, "deep-cache")
+    os.makedirs(deep)
+    with open(os.path.join(deep, "blob"), "wb") as f:
+        f.write(b"x" * 4096)
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir("d" * 250, dir_fd=fd)
+        inner = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    result = doctor("--json", CUCTX_DRIVER_PATH=fake, CUDA_CACHE_PATH=deep)
+    found = findings(result).get(("jit-cache", "ok"))
+    expect("doctor: a cache it cannot read whole says 'at least'",
+           found is not None and "at least 4 KiB (not all of it could be read)" in found["summary"], result.stdout)
+    subprocess.run(["rm", "-rf", deep])
+
     # A stubs folder on LD_LIBRARY_PATH, though the real (here: fake) driver loads.
     stubs = os.path.join(home, "cuda", "lib64", "stubs")
     os.makedirs(stubs)

@@ -5,6 +5,7 @@
 
 #include "cuctx/error.hpp"
 #include "cuctx/rank_binding.hpp"
+#include "process/environment.hpp"
 
 #include <map>
 #include <string>
@@ -85,4 +86,47 @@ TEST_CASE("a local rank beyond the devices is a clear error", "[rank]")
     } catch (const cuctx::Error& e) {
         CHECK(e.condition() == cuctx::Errc::no_device);
     }
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES is read as the driver reads it: it stops at the first entry that is no device",
+          "[rank]")
+{
+    using cuctx::detail::parseVisibleDevices;
+    CHECK(parseVisibleDevices("0,2,1").used == std::vector<std::string>{"0", "2", "1"});
+    CHECK(parseVisibleDevices("0,,1").used == std::vector<std::string>{"0"}); // an empty entry stops it
+    CHECK(*parseVisibleDevices("0,,1").stoppedAt == 1);
+    CHECK(parseVisibleDevices("0,2,-1,1").used == std::vector<std::string>{"0", "2"});
+    CHECK(parseVisibleDevices(",0").used.empty());
+    CHECK(parseVisibleDevices("").used.empty());
+    CHECK(parseVisibleDevices("GPU-12ab,MIG-3").used == std::vector<std::string>{"GPU-12ab", "MIG-3"});
+    CHECK(parseVisibleDevices("GPU-,1").used.empty());
+    CHECK_FALSE(parseVisibleDevices("3").stoppedAt);
+
+    // bindRank follows it: "5,,6" is one device for the driver, so the rank it was written for
+    // (any local rank: the launcher gave it its own) binds ordinal 0, entry "5"...
+    const cuctx::RankBinding b = cuctx::bindRank(Env{{"LOCAL_RANK", "1"}, {"CUDA_VISIBLE_DEVICES", "5,,6"}}, 1);
+    CHECK(b.ordinal == 0);
+    REQUIRE(b.physicalDevice);
+    CHECK(*b.physicalDevice == "5");
+    // ...and "5,6,,7" is two: local rank 2 has none, and is told why.
+    CHECK_THROWS_WITH(cuctx::bindRank(Env{{"LOCAL_RANK", "2"}, {"CUDA_VISIBLE_DEVICES", "5,6,,7"}}, 2),
+                      Catch::Contains("the driver stops at entry 3 \"\" and uses the 2 before it"));
+}
+
+TEST_CASE("the environment parsers accept exactly what they document", "[rank]")
+{
+    using namespace cuctx::detail;
+    CHECK(parseLocalRank("0") == 0);
+    CHECK(parseLocalRank("17") == 17);
+    CHECK_FALSE(parseLocalRank("-1"));
+    CHECK_FALSE(parseLocalRank("+1"));
+    CHECK_FALSE(parseLocalRank(" 1"));
+    CHECK_FALSE(parseLocalRank("2147483648"));
+    CHECK_FALSE(parseLocalRank(""));
+    CHECK(parseCacheMaxSize("4294967296") == 4294967296u);
+    CHECK_FALSE(parseCacheMaxSize("-1")); // strtoull would make it 2^64-1
+    CHECK_FALSE(parseCacheMaxSize("18446744073709551616"));
+    CHECK_FALSE(parseCacheMaxSize("1k"));
+    CHECK(cacheDisabled("1"));
+    CHECK_FALSE(cacheDisabled("true"));
 }
