@@ -1,15 +1,64 @@
 // SPDX-License-Identifier: MIT
 #include "report/json_writer.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace cuctx::detail {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at the start of `text` (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF), or 0 when it starts with a byte that begins none.
+std::size_t utf8Sequence(std::string_view text) noexcept
+{
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char lead = byte(0);
+    if (lead < 0x80)
+        return 1;
+    std::size_t length = 0;
+    unsigned char low = 0x80; // the second byte's range, narrowed where the lead byte asks
+    unsigned char high = 0xbf;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        length = 3;
+        low = lead == 0xe0 ? 0xa0 : 0x80;  // overlong
+        high = lead == 0xed ? 0x9f : 0xbf; // surrogates
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        length = 4;
+        low = lead == 0xf0 ? 0x90 : 0x80;  // overlong
+        high = lead == 0xf4 ? 0x8f : 0xbf; // above U+10FFFF
+    } else {
+        return 0;
+    }
+    if (text.size() < length || byte(1) < low || byte(1) > high)
+        return 0;
+    for (std::size_t i = 2; i < length; ++i)
+        if (byte(i) < 0x80 || byte(i) > 0xbf)
+            return 0;
+    return length;
+}
+
+} // namespace
+
 std::string jsonQuote(std::string_view text)
 {
     std::string out = "\"";
-    for (const char c : text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            const std::size_t length = utf8Sequence(text.substr(i));
+            if (length == 0) {
+                out += "\\ufffd"; // a byte that is no UTF-8: U+FFFD, the replacement character
+                ++i;
+            } else {
+                out.append(text.substr(i, length));
+                i += length;
+            }
+            continue;
+        }
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -17,7 +66,7 @@ std::string jsonQuote(std::string_view text)
         case '\r': out += "\\r"; break;
         case '\t': out += "\\t"; break;
         default:
-            if (static_cast<unsigned char>(c) < 0x20) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
                 char escaped[8];
                 std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
                 out += escaped;
@@ -25,6 +74,7 @@ std::string jsonQuote(std::string_view text)
                 out += c;
             }
         }
+        ++i;
     }
     return out + "\"";
 }
@@ -111,9 +161,10 @@ JsonWriter& JsonWriter::value(double number)
     if (!std::isfinite(number))
         return null(); // JSON has no NaN or infinity
     beforeValue();
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f", number); // what the tool reports needs no more
-    out_ += text;
+    char text[400]; // the longest fixed form of a double, 3 decimals
+    // std::to_chars, not printf: the decimal point is '.' whatever the C locale says.
+    const auto [end, ec] = std::to_chars(text, text + sizeof text, number, std::chars_format::fixed, 3);
+    out_.append(text, ec == std::errc{} ? end : text);
     return *this;
 }
 

@@ -2,8 +2,9 @@
 #pragma once
 
 // A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():
-// objects, arrays, strings (escaped), numbers, booleans and null, pretty-printed with two-space
-// indentation. Internal (cuctx::detail); the tools reach it through the library.
+// objects, arrays, strings (escaped, always valid UTF-8), numbers (doubles with 3 decimals, '.' in any
+// locale), booleans and null, pretty-printed with two-space indentation. Internal (cuctx::detail); the tools reach it
+// through the library.
 
 #include <cstdint>
 #include <optional>
@@ -50,7 +51,9 @@ private:
     bool afterKey_ = false;
 };
 
-/// `text` as a JSON string literal, quotes included.
+/// `text` as a JSON string literal, quotes included: always valid UTF-8. Well-formed UTF-8 is copied;
+/// every byte that is not part of a well-formed sequence (a path's "\xff", say) becomes U+FFFD,
+/// escaped as "\ufffd"; control characters are escaped.
 std::string jsonQuote(std::string_view text);
 
 } // namespace cuctx::detail

@@ -128,6 +128,20 @@ expect("bad argument: exit status 2", usage.returncode == 2)
 expect("--help: exit status 0", run(["--help"]).returncode == 0)
 expect("--version names the version", run(["--version"]).stdout.startswith("cuctx-inspect "))
 
+# JSON is valid UTF-8 whatever the bytes of a path (\xff becomes U+FFFD), and a failed write is an error.
+r = subprocess.run([os.path.abspath(inspect).encode(), b"module", b"--json", b"/nonexistent/\xff.ptx"],
+                   capture_output=True, env={"CUCTX_DRIVER_PATH": fake}, timeout=60)
+try:
+    doc = json.loads(r.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
+    expect("module --json with a \\xff path: valid UTF-8, U+FFFD", doc["file"] == "/nonexistent/\ufffd.ptx", doc["file"])
+except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    expect("module --json with a \\xff path: valid UTF-8", False, str(e))
+with open("/dev/full", "w") as full:
+    r = subprocess.run([inspect, "--json"], stdout=full, stderr=subprocess.PIPE, text=True,
+                       env={"CUCTX_DRIVER_PATH": fake}, timeout=60)
+expect("--json > /dev/full: exit 1 and says so", r.returncode == 1 and "cannot write the output" in r.stderr,
+       f"{r.returncode}\n{r.stderr}")
+
 # module FILE: kernels and their attributes, or the JIT's log.
 module = run(["module", ptx], CUCTX_DRIVER_PATH=fake)
 expect("module: exit status 0", module.returncode == 0, module.stderr)

@@ -40,6 +40,12 @@ r = run("--threads=2", "--ops=20", "--seed=3", "--json")
 expect("--opt=value: a run of 2 x 20 operations", r.returncode == 0 and '"threads": 2' in r.stdout and
        '"operations": 40' in r.stdout, f"{r.returncode}\n{r.stdout}{r.stderr}")
 
+with open("/dev/full", "w") as full:
+    r = subprocess.run([stress, "--threads", "1", "--ops", "5", "--json"], stdout=full, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+expect("--json > /dev/full: not exit 0, says so", r.returncode == 4 and "cannot write the report" in r.stderr,
+       f"{r.returncode}\n{r.stderr}")
+
 if os.environ.get("CUCTX_TEST_SANITIZE", "none") != "thread":
     def huge_stacks():  # no thread stack of that size can be mapped: std::thread throws
         resource.setrlimit(resource.RLIMIT_STACK, (1 << 50, resource.RLIM_INFINITY))

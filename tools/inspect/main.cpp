@@ -7,7 +7,9 @@
 
 #include "cuctx/cuctx.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,20 @@ int (*runnerOf(const std::string& command))(const CommandLine&)
     return runDevices;
 }
 
+// Everything on stdout must have reached it: a failed write (a full disk, a closed pipe, > /dev/full)
+// is an error, never exit 0 with a truncated document.
+int finishOutput(int status)
+{
+    const bool flushed = std::fflush(stdout) == 0;
+    const int error = errno;
+    if (!flushed || std::ferror(stdout) != 0) {
+        std::fprintf(stderr, "cuctx-inspect: cannot write the output to stdout: %s\n",
+                     flushed ? "a write failed" : std::strerror(error));
+        return exitInternal;
+    }
+    return status;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -37,15 +53,15 @@ int main(int argc, char** argv)
     try {
         const ParsedArguments parsed = parseArguments(std::vector<std::string>(argv + 1, argv + argc));
         switch (parsed.action) {
-        case ParsedArguments::Action::help: std::fputs(parsed.text.c_str(), stdout); return exitOk;
+        case ParsedArguments::Action::help: std::fputs(parsed.text.c_str(), stdout); return finishOutput(exitOk);
         case ParsedArguments::Action::version:
             std::printf("cuctx-inspect %s (CUDA %s headers)\n", CUCTX_VERSION_STRING,
                         std::to_string(cuctx::Driver::headerVersion()).c_str());
-            return exitOk;
+            return finishOutput(exitOk);
         case ParsedArguments::Action::usage: std::fputs(parsed.text.c_str(), stderr); return exitUsage;
         case ParsedArguments::Action::run: break;
         }
-        return runnerOf(parsed.line.command)(parsed.line);
+        return finishOutput(runnerOf(parsed.line.command)(parsed.line));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cuctx-inspect: internal error: %s\n", e.what());
         return exitInternal;

@@ -20,6 +20,7 @@
 
 #include "cuctx/cuctx.hpp"
 #include "raw_driver.hpp"
+#include "report/json_writer.hpp"
 #include "stress_options.hpp"
 
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -471,24 +473,36 @@ int main(int argc, char** argv)
     long total = 0;
     for (const auto& d : s.done)
         total += d.load();
-    if (o.json) {
-        std::printf("{\n  \"tool\": \"cuctx-stress\",\n  \"seed\": %lu,\n  \"threads\": %u,\n  \"seconds\": %.3f,\n"
-                    "  \"operations\": %ld,\n  \"operations_per_second\": %.1f,\n  \"by_kind\": {",
-                    o.seed, o.threads, seconds, total, static_cast<double>(total) / seconds);
-        for (int k = 0; k < opCount; ++k)
-            std::printf("%s\n    \"%s\": {\"operations\": %ld, \"per_second\": %.1f}", k ? "," : "", kOpNames[k],
-                        s.done[k].load(), static_cast<double>(s.done[k].load()) / seconds);
-        std::printf("\n  },\n  \"contexts_churned\": %ld,\n  \"errors\": %ld,\n  \"violations\": %ld,\n"
-                    "  \"messages\": [",
-                    s.churned.load(), s.errors.load(), s.violations.load());
-        for (std::size_t i = 0; i < s.messages.size(); ++i) {
-            std::string m;
-            for (char c : s.messages[i])
-                m += (c == '"' || c == '\\') ? std::string("\\") + c
-                                             : (c == '\n' ? std::string("\\n") : std::string(1, c));
-            std::printf("%s\n    \"%s\"", i ? "," : "", m.c_str());
+    if (o.json) { // through cuctx's JSON writer: escaped, valid UTF-8, '.' decimals in any locale
+        detail::JsonWriter j;
+        j.beginObject();
+        j.key("tool").value("cuctx-stress");
+        j.key("seed").value(static_cast<std::uint64_t>(o.seed));
+        j.key("threads").value(o.threads);
+        j.key("seconds").value(seconds);
+        j.key("operations").value(static_cast<std::int64_t>(total));
+        j.key("operations_per_second").value(static_cast<double>(total) / seconds);
+        j.key("by_kind").beginObject();
+        for (int k = 0; k < opCount; ++k) {
+            j.key(kOpNames[k]).beginObject();
+            j.key("operations").value(static_cast<std::int64_t>(s.done[k].load()));
+            j.key("per_second").value(static_cast<double>(s.done[k].load()) / seconds);
+            j.endObject();
         }
-        std::printf("%s]\n}\n", s.messages.empty() ? "" : "\n  ");
+        j.endObject();
+        j.key("contexts_churned").value(static_cast<std::int64_t>(s.churned.load()));
+        j.key("errors").value(static_cast<std::int64_t>(s.errors.load()));
+        j.key("violations").value(static_cast<std::int64_t>(s.violations.load()));
+        j.key("messages").beginArray();
+        for (const std::string& m : s.messages)
+            j.value(m);
+        j.endArray();
+        j.key("error_messages").beginArray();
+        for (const std::string& m : s.errorMessages)
+            j.value(m);
+        j.endArray();
+        j.endObject();
+        std::fputs(j.text().c_str(), stdout);
     } else {
         std::printf("cuctx-stress: %u threads, %.1f s, seed %lu, %s: %ld operations (%.2f M/s), %ld violations\n",
                     o.threads, seconds, o.seed, Device::get(0).name().c_str(), total,
@@ -503,6 +517,13 @@ int main(int argc, char** argv)
     }
     for (const std::string& m : s.errorMessages)
         std::fprintf(stderr, "cuctx-stress: error: %s\n", m.c_str());
+    const bool flushed = std::fflush(stdout) == 0;
+    const int error = errno;
+    if (!flushed || std::ferror(stdout) != 0) { // > /dev/full: the report is lost, never exit 0
+        std::fprintf(stderr, "cuctx-stress: cannot write the report to stdout: %s\n",
+                     flushed ? "a write failed" : std::strerror(error));
+        return s.violations.load() != 0 ? kExitViolations : kExitNotRun;
+    }
     if (s.violations.load() != 0)
         return kExitViolations;
     return s.errors.load() == 0 ? 0 : kExitNotRun;

@@ -1,0 +1,40 @@
+// The JSON writer behind cuctx-inspect --json, cuctx-stress --json and ProcessReport::json().
+
+#include <catch2/catch.hpp>
+
+#include "report/json_writer.hpp"
+
+#include <clocale>
+#include <string>
+
+using cuctx::detail::jsonQuote;
+
+TEST_CASE("JSON strings are valid UTF-8 whatever bytes they are given", "[json]")
+{
+    CHECK(jsonQuote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
+    CHECK(jsonQuote("\x01\x7f") == "\"\\u0001\\u007f\"");
+    CHECK(jsonQuote("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+    CHECK(jsonQuote("/tmp/\xff.ptx") == "\"/tmp/\\ufffd.ptx\"");                // no UTF-8 at all
+    CHECK(jsonQuote("\xc3") == "\"\\ufffd\"");                                  // cut short
+    CHECK(jsonQuote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");                       // overlong
+    CHECK(jsonQuote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");            // a surrogate
+    CHECK(jsonQuote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); // above U+10FFFF
+    CHECK(jsonQuote(std::string("a\0b", 3)) == "\"a\\u0000b\"");
+}
+
+TEST_CASE("JSON numbers use '.' in any C locale", "[json]")
+{
+    cuctx::detail::JsonWriter j;
+    j.beginArray().value(1234.5).value(-0.25).value(1e300 * 1e10).endArray();
+    CHECK(j.text() == "[\n  1234.500,\n  -0.250,\n  null\n]\n");
+    // Where a locale with a decimal comma is installed, printf would write "1234,500".
+    for (const char* name : {"de_DE.UTF-8", "fr_FR.UTF-8", "de_DE.utf8", "fr_FR.utf8"}) {
+        if (std::setlocale(LC_NUMERIC, name) == nullptr)
+            continue;
+        cuctx::detail::JsonWriter k;
+        k.value(1234.5);
+        std::setlocale(LC_NUMERIC, "C");
+        CHECK(k.text() == "1234.500");
+        break;
+    }
+}
