@@ -23,7 +23,7 @@ const char* const kHelp = "\nN threads run a seeded, reproducible mix of cuctx o
                           "  --seed N               the generators' seed, 0 to 2^63-1 (default 1)\n"
                           "  --contexts N           shared contexts, 1 to 64 (default 3)\n"
                           "  --churn-interval-ms N  at most one churn per N ms, 0 to 3600000 (default 1000)\n"
-                          "  --ptx FILE             the kernels (default: kernels.ptx beside the program, else ../share/cuctx)\n"
+                          "  --ptx FILE             the kernels (default: the installed kernels.ptx)\n"
                           "  --json                 the summary as JSON\n"
                           "  --inject-bug KIND      a broken guard to catch: wrong-restore or no-pop\n"
                           "  -h, --help             this text\n"
