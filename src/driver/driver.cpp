@@ -113,7 +113,7 @@ void refreshInlineDriver() noexcept
                 std::memory_order_release);
 }
 
-const DriverApi& loadActiveApi(const char* who, std::source_location where)
+const DriverApi& loadActiveApi(const char* who, SourceLocation where)
 {
     if (forkedAfterInit()) // before the mutex: a parent's thread may have held it at fork time
         throwForkedAfterInit(who != nullptr ? who : "cuctx", where);

@@ -12,7 +12,7 @@ namespace cuctx::detail {
 
 extern std::atomic<const DriverApi*> g_activeApi;
 
-[[gnu::cold]] const DriverApi& loadActiveApi(const char* who, std::source_location where);
+[[gnu::cold]] const DriverApi& loadActiveApi(const char* who, SourceLocation where);
 
 /// Points the inline guard's push and pop (thread_top.hpp) at the driver or at the diversions, by the
 /// loaded driver, the log level and the fence mode: called when any of them changes.
@@ -21,7 +21,7 @@ void refreshInlineDriver() noexcept;
 /// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that
 /// had initialised CUDA the pointer is cleared, so the next call reports the fork, naming `who` (the
 /// cuctx function the user called; where none is given, the error names the place of the call).
-inline const DriverApi& api(const char* who = nullptr, std::source_location where = std::source_location::current())
+inline const DriverApi& api(const char* who = nullptr, SourceLocation where = SourceLocation::current())
 {
     if (const DriverApi* p = g_activeApi.load(std::memory_order_acquire)) [[likely]]
         return *p;

@@ -52,7 +52,7 @@ pid_t initialisingPid() noexcept
     return g_initPid.load(std::memory_order_relaxed);
 }
 
-void throwForkedAfterInit(const char* call, std::source_location where)
+void throwForkedAfterInit(const char* call, SourceLocation where)
 {
     ErrorInfo info;
     info.condition = Errc::forked_after_init;

@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-#include <source_location>
+#include "cuctx/source_location.hpp"
 
 namespace cuctx::detail {
 
@@ -23,6 +23,6 @@ bool forkedAfterInit() noexcept;
 pid_t initialisingPid() noexcept;
 
 /// Throws Errc::forked_after_init for `call`, made at `where`.
-[[noreturn]] void throwForkedAfterInit(const char* call, std::source_location where = std::source_location::current());
+[[noreturn]] void throwForkedAfterInit(const char* call, SourceLocation where = SourceLocation::current());
 
 } // namespace cuctx::detail
