@@ -8,6 +8,7 @@ usage: check_stress_cli.py STRESS   (CUCTX_DRIVER_PATH: the fake driver)
 import os
 import resource
 import subprocess
+import tempfile
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -39,6 +40,18 @@ for args, words in [(["--threads", "-1"], "--threads"), (["--threads", "0"], "--
 r = run("--threads=2", "--ops=20", "--seed=3", "--json")
 expect("--opt=value: a run of 2 x 20 operations", r.returncode == 0 and '"threads": 2' in r.stdout and
        '"operations": 40' in r.stdout, f"{r.returncode}\n{r.stdout}{r.stderr}")
+
+# --ptx takes what Module::fromFile takes: a regular file of bounded size (no read of a directory, a device
+# that never ends or a FIFO that never opens).
+fifo_dir = tempfile.mkdtemp()
+fifo = os.path.join(fifo_dir, "kernels.fifo")
+os.mkfifo(fifo)
+for path in ["/tmp", "/dev/zero", fifo]:
+    r = run("--threads", "1", "--ops", "5", "--ptx", path)
+    expect(f"--ptx {path}: refused as not a regular file", r.returncode == 2 and "not a regular file" in r.stderr,
+           f"{r.returncode}\n{r.stderr}")
+os.unlink(fifo)
+os.rmdir(fifo_dir)
 
 with open("/dev/full", "w") as full:
     r = subprocess.run([stress, "--threads", "1", "--ops", "5", "--json"], stdout=full, stderr=subprocess.PIPE,

@@ -386,6 +386,16 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "cuctx-stress: %s\n", status.message.c_str());
         return kExitNoDriver;
     }
+    // The same rule as Module::fromFile: a regular file of at most Module::kMaxImageFileBytes (a FIFO,
+    // a device or a directory would block, grow without end or throw).
+    std::error_code fileError;
+    const bool regular = std::filesystem::is_regular_file(o.ptx, fileError);
+    const std::uintmax_t size = regular ? std::filesystem::file_size(o.ptx, fileError) : 0;
+    if (!regular || fileError || size > Module::kMaxImageFileBytes) {
+        std::fprintf(stderr, "cuctx-stress: %s (--ptx) is not a regular file of at most %ju bytes\n", o.ptx.c_str(),
+                     static_cast<std::uintmax_t>(Module::kMaxImageFileBytes));
+        return kExitUsage;
+    }
     std::ifstream in(o.ptx, std::ios::binary);
     if (!in) {
         std::fprintf(stderr, "cuctx-stress: cannot read the kernels from %s (--ptx)\n", o.ptx.c_str());
