@@ -71,7 +71,8 @@ public:
     std::uint64_t id() const;
     bool isPrimary() const;
     bool isGreen() const;
-    /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it.
+    /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it. Like every query
+    /// here, it first reports (throws) an error recorded on the context (checkRecordedError).
     bool isBorrowed() const;
     /// cuCtxGetApiVersion.
     unsigned apiVersion() const;
