@@ -106,7 +106,7 @@ expect("table: driver version line", "CUDA driver 13.0 (13000)" in table.stdout,
 expect("table: CUDA_VISIBLE_DEVICES shown", "CUDA_VISIBLE_DEVICES: 0,1,2" in table.stdout, table.stdout)
 rows = [l for l in table.stdout.splitlines() if l[:1].isdigit()]
 expect("table: one row per device", len(rows) == 3, table.stdout)
-expect("table: fits 80 columns", all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+expect("table: fits 80 columns", checks.fits_columns(table.stdout), table.stdout)
 verbose = run(["-v"], CUCTX_DRIVER_PATH=fake)
 expect("verbose: attributes listed", "memory bus width (bits)" in verbose.stdout and "5120" in verbose.stdout)
 
@@ -148,8 +148,7 @@ expect("module: exit status 0", module.returncode == 0, module.stderr)
 kernel_rows = [l.split()[0] for l in module.stdout.splitlines()[5:] if l.strip()]
 expect("module: one row per kernel", kernel_rows == ["bump", "empty", "scale"], module.stdout)
 expect("module: loading mode shown", "module loading: lazy" in module.stdout, module.stdout)
-expect("module: fits 80 columns (but for the file's path)",
-       all(len(l) <= 80 for l in module.stdout.splitlines()[1:]), module.stdout)
+expect("module: fits 80 columns", checks.fits_columns(module.stdout), module.stdout)
 doc = check_json("module", run(["module", ptx, "--json"], CUCTX_DRIVER_PATH=fake), "ok", 0, module_validator)
 if doc:
     scale = next(k for k in doc["kernels"] if k["name"] == "scale")
@@ -193,7 +192,7 @@ for command, schema in [("topology", "inspect-topology.schema.json"), ("context"
     helped = run([command, "--help"])
     expect(f"{command} --help: exit 0 and its own usage", helped.returncode == 0 and
            helped.stdout.startswith(f"usage: cuctx-inspect {command}"), helped.stdout)
-    expect(f"{command} --help fits 80 columns", all(len(l) <= 80 for l in helped.stdout.splitlines()), helped.stdout)
+    expect(f"{command} --help fits 80 columns", checks.fits_columns(helped.stdout), helped.stdout)
 expect("an option of another command is a usage error", run(["topology", "--primary"]).returncode == 2)
 expect("an unknown command is a usage error", run(["frobnicate"]).returncode == 2)
 expect("--device without a number is a usage error", run(["context", "--device", "x"]).returncode == 2)
@@ -264,7 +263,7 @@ table = run(["topology"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="3")
 rows = [l.split() for l in table.stdout.splitlines() if l.startswith("GPU")]
 expect("topology: a 3x3 matrix", [r[:4] for r in rows] == [["GPU0", "-", "no", "no"], ["GPU1", "no", "-", "no"],
                                                                  ["GPU2", "no", "no", "-"]], table.stdout)
-expect("topology: fits 80 columns", all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+expect("topology: fits 80 columns", checks.fits_columns(table.stdout), table.stdout)
 single = run(["topology"], CUCTX_DRIVER_PATH=fake, CUCTX_FAKE_DEVICES="1")
 expect("topology: one device says it has no peer links", "One device has no peer links" in single.stdout, single.stdout)
 
@@ -284,7 +283,7 @@ if doc:
     expect("context --primary: the memory it took", doc["cost"]["device_memory_bytes"] == 512 << 20, str(doc["cost"]))
 table = run(["context"], CUCTX_DRIVER_PATH=fake)
 expect("context: table fits 80 columns", table.returncode == 0 and
-       all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+       checks.fits_columns(table.stdout), table.stdout)
 expect("context: table shows the cost", any("device memory it took" in l and l.endswith(" 512 MiB")
                                              for l in table.stdout.splitlines()), table.stdout)
 doc = check_json("context on a missing device", run(["context", "--json", "--device", "7"], CUCTX_DRIVER_PATH=fake),
@@ -310,7 +309,7 @@ expect("bench --csv: a header and a record of 5 fields per row", csv_out.returnc
        records[0] == ["measurement", "unit", "raw", "cuctx", "speedup"] and
        len(records) == 1 + len(doc["rows"] if doc else []) and all(len(r) == 5 for r in records), csv_out.stdout)
 table = run(["bench", *quick], CUCTX_DRIVER_PATH=fake)
-expect("bench: table fits 80 columns", table.returncode == 0 and all(len(l) <= 80 for l in table.stdout.splitlines()),
+expect("bench: table fits 80 columns", table.returncode == 0 and checks.fits_columns(table.stdout),
        table.stdout)
 
 # doctor: each check on the fake driver, the exit status that goes with the worst finding.
@@ -428,7 +427,7 @@ with tempfile.TemporaryDirectory() as home:
     table = doctor(CUCTX_DRIVER_PATH=fake, CUDA_CACHE_DISABLE="1")
     expect("doctor: the table says what to do", "Fix: unset CUDA_CACHE_DISABLE" in " ".join(table.stdout.split()),
            table.stdout)
-    expect("doctor: table fits 80 columns", all(len(l) <= 80 for l in table.stdout.splitlines()), table.stdout)
+    expect("doctor: table fits 80 columns", checks.fits_columns(table.stdout), table.stdout)
     expect("doctor: no colour when stdout is no terminal", "\x1b[" not in table.stdout, table.stdout)
 
     # Colour on a terminal, unless NO_COLOR is set.

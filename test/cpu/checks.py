@@ -17,6 +17,17 @@ def expect(name, condition, detail=""):
             print("       " + str(detail).replace("\n", "\n       "))
 
 
+def fits_columns(text, width=80):
+    """True when every line of `text` fits `width` columns, but for an absolute path at the end of a
+    line: tables wrap at spaces and keep a path whole so that it can be copied, and where the
+    checks run decides how long the paths are."""
+    def fits(line):
+        words = line.split()
+        path = words[-1] if words and words[-1].startswith("/") else ""
+        return len(line) - len(path) <= width
+    return all(fits(line) for line in text.splitlines())
+
+
 def finish():
     """Prints how many checks failed and exits 1 if any did."""
     print(f"{len(failures)} failed")
