@@ -44,20 +44,23 @@ public:
             enterElided(*below);
             return;
         }
-        // The context this thread switched to last (never an empty Context's: without one, it is the
-        // placeholder): push it, with cuctx's record kept inline.
-        if (top.recentState.load(std::memory_order_relaxed) == state) [[likely]] {
-            frame_.uses = top.recentUses;
-            detail::countUse(*frame_.uses);
-            frame_.kind = detail::FrameKind::guard;
-            const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
-            if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]] {
-                pushFailed(context, r);
+        // A context this thread has a slot for in its table (never an empty Context's, nor a green
+        // one's): push it, with cuctx's record kept inline.
+        if (state != nullptr) [[likely]] {
+            detail::Slot& slot = top.slots[state->slotIndex];
+            if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
+                frame_.uses = &slot.uses;
+                detail::countUse(slot.uses);
+                frame_.kind = detail::FrameKind::guard;
+                const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
+                if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]] {
+                    pushFailed(context, r);
+                    return;
+                }
+                frame_.below = below;
+                top.frame = &frame_;
                 return;
             }
-            frame_.below = below;
-            top.frame = &frame_;
-            return;
         }
         enter(context, false);
     }

@@ -33,8 +33,9 @@ public:
     /// a stack with no cuctx push on top (a guard's or adoption's entry is not pop()'s to remove).
     static Context pop();
 
-    /// What is current on this thread as cuctx believes (no driver call): its top entry, or what it
-    /// found current when it first looked (nullptr for a new thread).
+    /// What is current on this thread: cuctx's top entry (no driver call) or, where cuctx has no entry
+    /// here, what the driver has current (cuCtxGetCurrent: code outside cuctx may have set it; nullptr
+    /// when the driver cannot be loaded).
     static CUcontext current() noexcept;
     /// How many entries cuctx has on this thread's stack (switching guards, pushes, an adoption).
     static std::size_t depth() noexcept;

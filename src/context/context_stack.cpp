@@ -62,7 +62,7 @@ Context ContextStack::pop()
 CUcontext ContextStack::current() noexcept
 {
     ThreadState& ts = detail::threadState();
-    if (detail::topFrame() == nullptr && !ts.baseKnown) {
+    if (detail::topFrame() == nullptr) { // the driver's current context, whoever set it
         try {
             detail::learnBase(ts);
         } catch (...) {

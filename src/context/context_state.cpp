@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 namespace cuctx::detail {
@@ -65,9 +66,7 @@ template <typename F>
 void forEachSlotLocked(F f)
 {
     for (ThreadState* ts : registeredThreads())
-        for (SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
-            for (Slot& slot : b->slots)
-                f(*ts, slot);
+        ts->forEachSlot([&](Slot& slot) { f(*ts, slot); });
 }
 
 bool inUse(const Slot& slot, const ContextState* state)
@@ -111,17 +110,12 @@ void tryDestroy(ContextState* state) noexcept
             }
         } else {
             state->destroyed = true;
-            // Forget it everywhere, so that the address may be reused: the slots that counted its uses,
-            // and the threads' recent contexts (on which a guard's inline path relies).
+            // Forget it in every thread's slots (the slot tables, on which a guard's inline path
+            // relies, among them), so that the address may be reused.
             forEachSlotLocked([&](ThreadState&, Slot& slot) {
                 ContextState* expected = state;
                 slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
             });
-            for (ThreadState* ts : registeredThreads()) {
-                ContextState* expected = state;
-                ts->top->recentState.compare_exchange_strong(expected, &g_placeholderContext,
-                                                             std::memory_order_relaxed);
-            }
             forgetPrimaryLocked(state);
             auto& states = liveStatesLocked();
             states.erase(std::remove(states.begin(), states.end(), state), states.end());
@@ -152,6 +146,20 @@ void registerContext(ContextState* state)
 
 void registerContextLocked(ContextState* state)
 {
+    // The slot index the fewest live contexts have (the next in turn among those): while the process
+    // has at most kSlotTableSize contexts, no two share a slot of a thread's table.
+    std::array<std::size_t, kSlotTableSize> taken{};
+    for (const ContextState* live : liveStatesLocked())
+        ++taken[live->slotIndex];
+    static std::size_t next = 0;
+    std::size_t best = next % kSlotTableSize;
+    for (std::size_t i = 1; i < kSlotTableSize; ++i) {
+        const std::size_t candidate = (next + i) % kSlotTableSize;
+        if (taken[candidate] < taken[best])
+            best = candidate;
+    }
+    next = best + 1;
+    state->slotIndex = static_cast<std::uint8_t>(best);
     liveStatesLocked().push_back(state);
 }
 
@@ -282,20 +290,18 @@ bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
     for (ThreadState* ts : registeredThreads()) {
         ThreadSnapshot t;
         t.tid = ts->tid;
-        for (SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire)) {
-            for (const Slot& slot : b->slots) {
-                // A slot's state is cleared (under this mutex) before its context is freed.
-                const ContextState* state = slot.state.load(std::memory_order_acquire);
-                const std::uint32_t uses = slot.uses.load(std::memory_order_acquire);
-                if (state == nullptr || uses == 0)
-                    continue;
-                t.uses.push_back({state->id, describeContext(*state), uses});
-                t.depth += uses;
-                const auto at = std::find(live.begin(), live.end(), state);
-                if (at != live.end())
-                    contexts[first + static_cast<std::size_t>(at - live.begin())].threads.push_back(ts->tid);
-            }
-        }
+        ts->forEachSlot([&](const Slot& slot) {
+            // A slot's state is cleared (under this mutex) before its context is freed.
+            const ContextState* state = slot.state.load(std::memory_order_acquire);
+            const std::uint32_t uses = slot.uses.load(std::memory_order_acquire);
+            if (state == nullptr || uses == 0)
+                return;
+            t.uses.push_back({state->id, describeContext(*state), uses});
+            t.depth += uses;
+            const auto at = std::find(live.begin(), live.end(), state);
+            if (at != live.end())
+                contexts[first + static_cast<std::size_t>(at - live.begin())].threads.push_back(ts->tid);
+        });
         if (!t.uses.empty())
             threads.push_back(std::move(t));
     }

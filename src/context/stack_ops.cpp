@@ -81,11 +81,6 @@ void pushFrame(ThreadState& ts, ContextState* state, Frame& frame)
     if (ownsHandle(frame))
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     setTop(&frame);
-    if (!state->exclusive()) { // green contexts always take the slow path, which checks their owner
-        ThreadTop& top = t_top;
-        top.recentUses = &slot.uses;
-        top.recentState.store(state, std::memory_order_relaxed);
-    }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(frame.kind),
                  framesBottomUp().size());
@@ -120,11 +115,12 @@ bool inRecord(const Frame* top, const Frame& frame) noexcept
 // The thread whose slot `uses` is, under the registry mutex; nullptr if it has exited.
 ThreadState* ownerOfSlotLocked(const std::atomic<std::uint32_t>* uses) noexcept
 {
-    for (ThreadState* ts : registeredThreads())
-        for (const SlotBlock* b = &ts->firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
-            for (const Slot& slot : b->slots)
-                if (&slot.uses == uses)
-                    return ts;
+    for (ThreadState* ts : registeredThreads()) {
+        bool found = false;
+        ts->forEachSlot([&](const Slot& slot) { found = found || &slot.uses == uses; });
+        if (found)
+            return ts;
+    }
     return nullptr;
 }
 
@@ -328,10 +324,14 @@ Context finishFailedPop(ThreadState& ts, Frame& frame, CUresult r, CUcontext pop
 
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
 {
-    if (!ts.baseKnown && topFrame() == nullptr)
-        learnBase(ts);
     CUcontext actual = nullptr;
     check(api().cuCtxGetCurrent(&actual), "cuCtxGetCurrent");
+    if (topFrame() == nullptr) {
+        // cuctx has no entry here: what is current is the base, whoever set it (no drift, and the
+        // next repair starts from the truth).
+        ts.base = actual;
+        ts.baseKnown = true;
+    }
     if (actualOut != nullptr)
         *actualOut = actual;
     if (actual == ts.current())

@@ -68,8 +68,7 @@ void clearTopInChild()
         ThreadTop& top = t_top;
         top.hidden = top.frame;
         top.frame = &g_bottomFrame;
-        top.forked = true;
-        forgetRecent();
+        top.forked = true; // g_push diverts there too: the slot table is never used in the child
     }
 }
 
@@ -130,7 +129,12 @@ ThreadState::~ThreadState()
     top.frame = &g_bottomFrame;
     top.hidden = &g_bottomFrame;
     top.forked = false;
-    forgetRecent();
+    // Without a registered state, no destroyer would see this thread's slots: empty the table, so
+    // that a later guard here (a thread-local's destructor) takes the slow path and registers anew.
+    for (Slot& slot : top.slots) {
+        slot.state.store(nullptr, std::memory_order_release);
+        slot.uses.store(0, std::memory_order_relaxed);
+    }
     if (!owners.empty())
         logDebug("thread {} exits with {} context(s) still adopted or pushed; releasing them", tid, owners.size());
     owners.clear();
@@ -147,36 +151,60 @@ CUcontext ThreadState::current() const noexcept
     return top != nullptr ? top->state->handle : base;
 }
 
+namespace {
+
+// Takes `slot` for `state` if no context of this thread's is counted there; a slot of a context the
+// thread no longer uses is taken too (only this thread writes `uses`, and a destroyer only ever
+// clears `state`).
+bool claimSlot(Slot& slot, ContextState* state) noexcept
+{
+    ContextState* held = slot.state.load(std::memory_order_relaxed);
+    if (held != nullptr && slot.uses.load(std::memory_order_relaxed) != 0)
+        return false;
+    if (held != nullptr && !slot.state.compare_exchange_strong(held, nullptr, std::memory_order_acq_rel))
+        return held == nullptr && claimSlot(slot, state); // a destroyer cleared it meanwhile
+    slot.state.store(state, std::memory_order_release);
+    return true;
+}
+
+} // namespace
+
 Slot& ThreadState::findSlot(ContextState* state)
 {
+    // A slot in the blocks that still counts uses of `state` (its table slot was taken when it was
+    // entered) stays its slot until those uses end: one slot per context in use.
     Slot* free = nullptr;
     SlotBlock* last = &firstBlock;
     for (SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
         for (Slot& slot : b->slots) {
             ContextState* s = slot.state.load(std::memory_order_relaxed);
+            if (s == state && slot.uses.load(std::memory_order_relaxed) != 0)
+                return slot;
             if (s == state)
-                return *(lastSlot = &slot);
-            if (free == nullptr && s == nullptr)
+                slot.state.compare_exchange_strong(s, nullptr, std::memory_order_acq_rel); // moves to the table
+            else if (free == nullptr && s == nullptr)
                 free = &slot;
-            else if (free == nullptr && slot.uses.load(std::memory_order_relaxed) == 0) {
-                // A slot of a context this thread no longer uses: reclaim it (only this thread writes
-                // `uses`, and a destroyer only ever clears `state`).
-                ContextState* expected = s;
-                if (slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel))
-                    free = &slot;
-            }
         }
         last = b;
     }
+    if (!state->exclusive() && claimSlot(top->slots[state->slotIndex], state))
+        return top->slots[state->slotIndex];
     if (free == nullptr) {
+        // Every block slot holds a context: reclaim one this thread no longer uses, else add a block.
+        for (SlotBlock* b = &firstBlock; b != nullptr && free == nullptr; b = b->next.load(std::memory_order_relaxed))
+            for (Slot& slot : b->slots)
+                if (claimSlot(slot, state)) {
+                    free = &slot;
+                    break;
+                }
+        if (free != nullptr)
+            return *free;
         auto* block = new SlotBlock;
         free = &block->slots[0];
         last->next.store(block, std::memory_order_release);
     }
-    if (t_top.recentUses == &free->uses) // the slot changes hands: forget it as the recent one
-        forgetRecent();
     free->state.store(state, std::memory_order_release);
-    return *(lastSlot = free);
+    return *free;
 }
 
 void ThreadState::claimExclusive(Slot& slot, ContextState* state)

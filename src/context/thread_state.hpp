@@ -2,8 +2,9 @@
 #pragma once
 
 // What cuctx knows about the calling thread: its frames (cuctx/detail/thread_top.hpp) above a `base`
-// it found current, and one Slot per context the thread has entered, counting its uses. Thread-bound,
-// except that Slots are read by the thread that orphans a context (context_state.hpp).
+// it found current, and one Slot per context the thread has entered, counting its uses (in t_top's
+// slot table, or beyond it in blocks). Thread-bound, except that Slots are read by the thread that
+// orphans a context (context_state.hpp).
 
 #include "context/context_state.hpp"
 #include "context/fence.hpp"
@@ -20,14 +21,8 @@
 
 namespace cuctx::detail {
 
-/// A thread's count of uses of one context. Written only by its thread; `state` and `uses` are
-/// atomics so that an orphaning thread may read them.
-struct Slot {
-    std::atomic<ContextState*> state{nullptr};
-    std::atomic<std::uint32_t> uses{0};
-};
-
-/// Slots live in blocks that never move, appended as a thread meets more contexts.
+/// Slots beyond the slot table (a green context's, or one whose table slot another context holds
+/// in use) live in blocks that never move, appended as a thread meets more contexts.
 struct SlotBlock {
     static constexpr std::size_t kSize = 16;
     std::array<Slot, kSize> slots;
@@ -43,15 +38,30 @@ struct ThreadState {
     /// What is current as cuctx believes: the top frame's context, else the base.
     CUcontext current() const noexcept;
 
-    /// The slot counting this thread's uses of `state`, made if needed. No allocation unless the
-    /// thread meets more than 16 contexts at once.
+    /// The slot counting this thread's uses of `state`, claimed if needed: its slot in the table where
+    /// that is free (then the guard's inline path finds it), else one in the overflow blocks. A thread
+    /// has at most one slot in use per context. No allocation unless the thread has more than 16
+    /// contexts entered beyond its table at once.
     Slot& slotFor(ContextState* state)
     {
-        if (lastSlot != nullptr && lastSlot->state.load(std::memory_order_relaxed) == state) [[likely]]
-            return *lastSlot;
+        Slot& slot = top->slots[state->slotIndex];
+        if (slot.state.load(std::memory_order_relaxed) == state) [[likely]]
+            return slot;
         return findSlot(state);
     }
     Slot& findSlot(ContextState* state);
+
+    /// Calls f(slot) for each of this thread's slots, the table's first. A thread other than this
+    /// one calls it only under the registry mutex.
+    template <typename F>
+    void forEachSlot(F f) const
+    {
+        for (const Slot& slot : top->slots)
+            f(const_cast<Slot&>(slot));
+        for (const SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
+            for (const Slot& slot : b->slots)
+                f(const_cast<Slot&>(slot));
+    }
 
     /// Registers a use of `state` on this thread (a green context checks it is free here).
     void beginUse(Slot& slot, ContextState* state)
@@ -74,11 +84,10 @@ struct ThreadState {
 
     long tid;                 // gettid()
     std::uint64_t number;     // a process-unique thread number (green-context ownership)
-    ThreadTop* top;           // this thread's t_top: a thread destroying a context resets its recent one
+    ThreadTop* top;           // this thread's t_top: a thread destroying a context clears its slots there
     CUcontext base = nullptr; // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
     SlotBlock firstBlock;
-    Slot* lastSlot = nullptr; // the slot found last: most threads use one context
 };
 
 /// Reads the driver's current context once, to learn what cuctx's entries sit on.

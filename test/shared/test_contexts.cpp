@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -175,8 +176,8 @@ TEST_CASE("a guard on an empty handle is a clear error", "[guard]")
     Context empty;
     CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
     CHECK(ContextStack::depth() == 0);
-    // Also once this thread has a recent context, and after that context is gone: the inline paths
-    // must not take an empty handle for it.
+    // Also once this thread has a slot for a context, and after that context is gone: the inline
+    // paths must not take an empty handle for it.
     Context recent = Context::create(Device::get(0));
     {
         ContextGuard warm(recent);
@@ -283,6 +284,116 @@ TEST_CASE("a pushed context stays alive while pushed, even with no other handle"
     CHECK(raw().cuCtxSynchronize() == CUDA_SUCCESS);
     ContextStack::pop();
     CHECK(live() == before);
+}
+
+TEST_CASE("a switching guard makes only the driver's push and pop, whatever the pattern of switching", "[guard]")
+{
+    // Each thread counts its uses in a table of slots; each context takes a slot index no other live
+    // context has (while there are few), so every pattern below runs the inline path: exactly one push
+    // and one pop per guard, no cuCtxGetCurrent, no search.
+    cuctx::test::drainRawStack();
+    std::vector<Context> made;
+    for (int i = 0; i < 8; ++i)
+        made.push_back(Context::create(Device::get(0)));
+    const Context primary = Context::primary(Device::get(0));
+    const auto slotOf = [](const Context& c) { return cuctx::detail::ContextAccess::state(c)->slotIndex; };
+    std::vector<const Context*> beside; // two created contexts whose slots differ from the primary's
+    for (const Context& c : made)
+        if (slotOf(c) != slotOf(primary) && beside.size() < 2)
+            beside.push_back(&c);
+    const auto cycle = [](std::vector<const Context*> contexts) {
+        std::vector<const Context*> s;
+        for (int i = 0; i < 64; ++i)
+            s.push_back(contexts[static_cast<std::size_t>(i) % contexts.size()]);
+        return s;
+    };
+    std::vector<const Context*> random;
+    unsigned seed = 12345;
+    for (int i = 0; i < 64; ++i) {
+        seed = seed * 1103515245u + 12345u;
+        random.push_back(&made[(seed >> 16) % made.size()]);
+    }
+    const std::vector<std::pair<const char*, std::vector<const Context*>>> patterns = {
+        {"same", cycle({&made[0]})},
+        {"alternating", cycle({&made[0], &made[1]})},
+        {"round-robin over four", cycle({&made[0], &made[1], &made[2], &made[3]})},
+        {"random over eight", random},
+        {"primary and created mixed", cycle({&primary, beside.at(0), &primary, beside.at(1)})},
+    };
+    for (const auto& [name, sequence] : patterns) {
+        INFO(name);
+        for (const Context* c : sequence) {
+            ContextGuard first(*c); // each context's first entry on this thread claims its slot
+        }
+        const long calls = cuctx::test::driverCalls();
+        for (const Context* c : sequence) {
+            ContextGuard g(*c);
+            CHECK(g.switched());
+            CHECK(ContextStack::depth() == 1);
+        }
+        if (cuctx::test::kFakeDriver)
+            CHECK(cuctx::test::driverCalls() - calls == 2 * static_cast<long>(sequence.size()));
+        CHECK(rawCurrent() == nullptr);
+    }
+    // Nested three deep: each guard's frame is below the next, and each finds its slot inline too.
+    for (int i = 0; i < 3; ++i) {
+        ContextGuard first(made[static_cast<std::size_t>(i)]);
+    }
+    const long calls = cuctx::test::driverCalls();
+    for (int i = 0; i < 20; ++i) {
+        ContextGuard a(made[0]);
+        ContextGuard b(made[1]);
+        ContextGuard c(made[2]);
+        CHECK(ContextStack::depth() == 3);
+    }
+    if (cuctx::test::kFakeDriver)
+        CHECK(cuctx::test::driverCalls() - calls == 20 * 6);
+    CHECK(rawCurrent() == nullptr);
+}
+
+TEST_CASE("more contexts entered at once than a thread's slot table holds are all counted", "[guard][registry]")
+{
+    // Two more contexts than the table has slots: at least two share a slot with another that is in
+    // use when they are entered, so they are counted beyond the table. Every use is seen, and each
+    // context is destroyed once its uses end.
+    cuctx::test::drainRawStack();
+    const long before = live();
+    constexpr long n = static_cast<long>(cuctx::detail::kSlotTableSize) + 2;
+    std::vector<Context> made;
+    for (long i = 0; i < n; ++i)
+        made.push_back(Context::create(Device::get(0)));
+    const std::vector<long> self{static_cast<long>(gettid())};
+    {
+        std::vector<std::unique_ptr<ContextGuard>> nest;
+        for (const Context& c : made)
+            nest.push_back(std::make_unique<ContextGuard>(c));
+        CHECK(ContextStack::depth() == static_cast<std::size_t>(n));
+        for (const Context& c : made)
+            CHECK(c.threadsUsing() == self);
+        CHECK(rawCurrent() == made.back().native());
+        while (!nest.empty())
+            nest.pop_back();
+    }
+    for (const Context& c : made)
+        CHECK(c.threadsUsing().empty());
+    // Entered again one at a time, the last ones move into the slots the first ones no longer use,
+    // and a context dropped while a guard has it entered goes when that guard ends.
+    for (int round = 0; round < 2; ++round)
+        for (const Context& c : made) {
+            ContextGuard g(c);
+            CHECK(c.threadsUsing() == self);
+        }
+    {
+        Context last = made.back();
+        made.pop_back();
+        ContextGuard g(last);
+        last = Context();
+        CHECK(live() == before + n); // still used here
+    }
+    CHECK(live() == before + n - 1);
+    made.clear();
+    CHECK(live() == before);
+    CHECK(rawCurrent() == nullptr);
 }
 
 TEST_CASE("an adopted context makes every guard on it free; release restores the stack", "[adopt]")
@@ -534,7 +645,7 @@ TEST_CASE("a new context at a destroyed one's address is never mistaken for it",
 
 TEST_CASE("a context destroyed on one thread leaves no stale fast path on another that used it", "[guard][registry]")
 {
-    // The worker switches to a context (its recent one), the main thread destroys it and makes new
+    // The worker switches to a context (its slot in the worker's table), the main thread destroys it and makes new
     // ones, likely at the same address; the worker's next guards must count their use on the new
     // context, where a destroyer looks.
     std::optional<Context> current;
@@ -548,10 +659,11 @@ TEST_CASE("a context destroyed on one thread leaves no stale fast path on anothe
         const cuctx::detail::ContextState* previous = nullptr;
         for (int i = 0; i < 20; ++i) {
             ready[i].wait();
-            // The destroyer reset this thread's recent context (the allocator may or may not have
-            // given the new context the old address: this checks the reset itself).
-            if (previous != nullptr && cuctx::detail::t_top.recentState.load() == previous)
-                ++staleEntries;
+            // The destroyer cleared this thread's slot of the old context (the allocator may or may
+            // not have given the new context the old address: this checks the clearing itself).
+            for (const cuctx::detail::Slot& slot : cuctx::detail::t_top.slots)
+                if (previous != nullptr && slot.state.load() == previous)
+                    ++staleEntries;
             previous = cuctx::detail::ContextAccess::state(*current);
             {
                 ContextGuard g(*current);

@@ -38,8 +38,9 @@ struct G {
     {
         f.state = state;
         d::ThreadTop& top = d::t_top;
+        d::Slot& slot = top.slots[state->slotIndex];
         if constexpr (V == 3) {
-            f.uses = top.recentUses;
+            f.uses = &slot.uses;
             d::countUse(*f.uses);
             if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
                 __builtin_trap();
@@ -48,8 +49,8 @@ struct G {
         d::Frame* const below = top.frame;
         if (below->state == state) [[unlikely]]
             __builtin_trap();
-        if (top.recentState.load(std::memory_order_relaxed) == state) [[likely]] {
-            f.uses = top.recentUses;
+        if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
+            f.uses = &slot.uses;
             d::countUse(*f.uses);
             f.kind = d::FrameKind::guard;
             if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
@@ -176,5 +177,6 @@ int main(int argc, char** argv)
     }
     std::printf("raw %.2f ns (best)%s\n", bestRaw, line.c_str());
     std::printf("address bits 0-11: guard 0x%03x, thread top 0x%03x, use count 0x%03x, context state 0x%03x\n",
-                lowBits(g_guardAddress), lowBits(&d::t_top), lowBits(d::t_top.recentUses), lowBits(state));
+                lowBits(g_guardAddress), lowBits(&d::t_top), lowBits(&d::t_top.slots[state->slotIndex].uses),
+                lowBits(state));
 }

@@ -28,6 +28,9 @@ struct ContextState {
     int ordinal = -1;
     std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
     ContextKind kind = ContextKind::created;
+    // Which slot of a thread's slot table counts its uses (cuctx/detail/thread_top.hpp), chosen when
+    // cuctx registers it. Beside the handle: a switching guard reads both.
+    std::uint8_t slotIndex = 0;
     CUgreenCtx green = nullptr; // for kind == green
 
     // What a thread's last use of the context must do beyond counting, in one byte so that a

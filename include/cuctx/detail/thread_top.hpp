@@ -4,18 +4,35 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one, plus the context this thread switched to last, so
-// that a guard costs, inlined into the caller, a compare and an increment when its context is
-// current, and little more than the driver's push and pop when it must switch. The switching path
-// is measured part by part (cuctx-bench-guard-anatomy): on the H200 every store and test it makes
-// around the driver's calls shows (the driver's own atomics wait for them), so it writes and tests
-// as little as it can: what a frame can read from its context's state, it does not copy; the top is
-// one pointer; the driver's entry points are never null.
+// link to the one below; t_top names the top one and holds the thread's use counters of the
+// contexts it enters (its slot table), so that a guard costs, inlined into the caller, a compare and
+// an increment when its context is current, and little more than the driver's push and pop when it
+// must switch, whichever context it switches to. The switching path is measured part by part
+// (cuctx-bench-guard-anatomy): on the H200 every store and test it makes around the driver's calls
+// shows (the driver's own atomics wait for them), so it writes and tests as little as it can: what a
+// frame can read from its context's state, it does not copy; the top is one pointer; the driver's
+// entry points are never null.
+//
+// Words used here and in src/context/:
+//   frame        one entry cuctx made on this thread's stack (a guard, a push, an adoption); an
+//                elided guard's frame is never linked
+//   bottom frame g_bottomFrame, where the frames end; the top names it when cuctx has no entry
+//   placeholder  g_placeholderContext, the bottom frame's context: matches no guard's context
+//   base         what the driver had current below cuctx's entries when cuctx last looked
+//   slot         a thread's count of its uses of one context; only its thread writes it, a thread
+//                destroying the context reads it (context/context_state.hpp)
+//   slot table   the slots in t_top, one per slot index (ContextState::slotIndex): a guard finds
+//                its context's slot with one load; more contexts at once, and green contexts, take
+//                slots in ThreadState's overflow blocks, out of line
+//   diversion    what g_push/g_pop point to where the inline path must not call the driver
+//   orphaned     a context whose last handle is gone while a thread still uses it
+//   hidden       a forked child's frames, moved out of the guards' sight
 
 #include "cuctx/export.hpp"
 #include <cuda.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 // The guard's fast paths are a few dozen instructions: inlined, they cost no call and no saved
@@ -55,13 +72,25 @@ inline bool ownsHandle(const Frame& frame) noexcept
     return frame.kind == FrameKind::push || frame.kind == FrameKind::adopted;
 }
 
-/// A placeholder context no Context refers to (only its address is used): the bottom frame's, and
-/// the recent context of a thread that has none, so that neither ever matches a guard's context (an
-/// empty Context's included) and the inline checks need no test for null.
+/// A placeholder context no Context refers to (only its address is used): the bottom frame's, so that
+/// it never matches a guard's context (an empty Context's included) and the elided check needs no
+/// test for null.
 extern CUCTX_API ContextState g_placeholderContext;
 /// Where a thread's frames end: the top names it when cuctx has no entry on the thread, so that the
 /// top is never null. Its context is the placeholder.
 extern CUCTX_API Frame g_bottomFrame;
+
+/// A thread's count of its uses of one context. Written only by its thread; `state` and `uses` are
+/// atomics so that a thread destroying the context may read them (under the registry mutex).
+struct Slot {
+    std::atomic<ContextState*> state{nullptr};
+    std::atomic<std::uint32_t> uses{0};
+};
+
+/// Slots in a thread's table. Each context takes the index the fewest live contexts have, so a
+/// process with up to this many contexts never has two share a slot, and every guard finds its
+/// context's slot inline. 16 slots are 256 bytes of each thread's static TLS.
+inline constexpr std::size_t kSlotTableSize = 16;
 
 struct ThreadTop {
     // The top frame; the elided guard's check reads its context through it (a dependent load, which
@@ -69,23 +98,22 @@ struct ThreadTop {
     // initialised moves its frames to `hidden` and points this at the bottom, which sends every
     // guard there out of line; the frames stay linked so that scopes the parent opened can unwind.
     Frame* frame = &g_bottomFrame;
-    // The context this thread last pushed, when it is a plain one (not green), and this thread's use
-    // counter of it: a guard switching to it again needs nothing from cuctx's tables. Only this
-    // thread sets it; a thread that destroys the context resets it to the placeholder (hence the
-    // atomic) before the context's state is freed, so an address reused by a later context never
-    // matches a stale entry.
-    std::atomic<ContextState*> recentState{&g_placeholderContext};
-    std::atomic<std::uint32_t>* recentUses = nullptr;
     // In a forked child: the real top, and that the frames live there.
     Frame* hidden = &g_bottomFrame;
     bool forked = false;
+    // The slot table: slots[i] counts this thread's uses of a context whose slotIndex is i, when it
+    // holds that context. Only this thread claims a slot for a context (out of line); a thread that
+    // destroys a context clears its slots (to nullptr) before the state is freed, so an address reused
+    // by a later context never matches a stale slot. Green contexts never live here: their first use
+    // on a thread must claim them, which the out-of-line path does.
+    Slot slots[kSlotTableSize];
 };
 
 // constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
 // holds in every program that inlines a guard: position-independent code (a backend's own shared
 // library, a static library built with -fPIC) would otherwise reach t_top through __tls_get_addr,
-// a call per access. cuctx's thread-locals are a few dozen bytes, so programs loading it with dlopen
-// do not run short of static TLS.
+// a call per access. cuctx's thread-locals are under 300 bytes, so programs loading it with dlopen
+// do not run short of static TLS (glibc keeps 512 bytes for them).
 #if defined(__GNUC__) || defined(__clang__)
 #define CUCTX_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
 #else
@@ -130,14 +158,6 @@ inline void setTop(Frame* frame) noexcept
         top.hidden = f;
     else
         top.frame = f;
-}
-
-/// Forgets the context this thread switched to last.
-inline void forgetRecent() noexcept
-{
-    ThreadTop& top = t_top;
-    top.recentState.store(&g_placeholderContext, std::memory_order_relaxed);
-    top.recentUses = nullptr;
 }
 
 /// Out of line, rare: the last use of a context on this thread ended.
