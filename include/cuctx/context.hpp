@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::Context: shared ownership of a CUDA context. Thread-safe: handles may be copied, moved and
-// dropped on any thread.
+/// \file
+/// cuctx::Context: shared ownership of a CUDA context.
 
 #include "cuctx/context_options.hpp"
 #include "cuctx/device.hpp"
@@ -28,14 +28,27 @@ class ContextGuard;
 /// last owner destroys it (or releases its primary retain), but never while a thread has it entered through cuctx: then
 /// the destruction waits for that use to end (docs/contexts.md). A copy costs an atomic increment on a line that every
 /// owner shares, so hot paths should take `const Context&`.
+///
+/// \par Threading
+/// Thread-safe shared handle: handles of one context may be copied, used and dropped on any threads at
+/// once, and one Context object may be read (copied, queried) by several threads at once; assigning to
+/// or resetting an object that another thread reads is a data race, as for std::shared_ptr. A green
+/// context may be entered (a guard, a binding, or a member below that enters it) on one thread at a
+/// time: a second thread gets Errc::context_busy until the first leaves it. An error recorded on the
+/// context is reported once, by the next fallible call on whichever thread makes it.
 class CUCTX_API Context {
 public:
     /// An empty handle.
     Context() noexcept = default;
+    /// Another handle of the same context (an atomic increment).
     Context(const Context& other) noexcept;
+    /// Takes over `other`'s handle; `other` is left empty.
     Context(Context&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
+    /// Drops this handle (see reset()), then shares `other`'s context.
     Context& operator=(const Context& other) noexcept;
+    /// Drops this handle (see reset()), then takes over `other`'s; `other` is left empty.
     Context& operator=(Context&& other) noexcept;
+    /// Drops this handle (see reset()). Never throws.
     ~Context()
     {
         if (state_ != nullptr)
@@ -62,14 +75,20 @@ public:
     /// (cuctx could not keep it to one thread at a time).
     static Context borrow(CUcontext handle);
 
+    /// Whether this handle refers to a context (false when default-constructed, moved from or reset).
     explicit operator bool() const noexcept { return state_ != nullptr; }
-    /// Drops this handle.
+    /// Drops this handle. The last handle destroys the context (or releases its primary retain)
+    /// here, or, while a thread still has it entered, on that thread when its use ends; inside a
+    /// stream host callback, later on an ordinary thread. A borrowed context is never destroyed.
     void reset() noexcept;
 
+    /// The context's device.
     Device device() const;
     /// cuCtxGetId: unique for the life of the process (0 where the driver lacks it, before CUDA 12.0).
     std::uint64_t id() const;
+    /// Whether it is a device's primary context (Context::primary).
     bool isPrimary() const;
+    /// Whether it is a green context (Context::green).
     bool isGreen() const;
     /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it. Like every query
     /// here, it first reports (throws) an error recorded on the context (checkRecordedError).
@@ -78,13 +97,16 @@ public:
     unsigned apiVersion() const;
     /// cuCtxGetFlags.
     unsigned flags() const;
-    /// cuCtxGetLimit / cuCtxSetLimit.
+    /// cuCtxGetLimit.
     std::size_t limit(CUlimit limit) const;
+    /// cuCtxSetLimit: for the whole context, whichever thread sets it.
     void setLimit(CUlimit limit, std::size_t value) const;
+    /// The stream priorities the context allows. Lower numbers are higher priorities. A value type.
     struct StreamPriorityRange {
-        int least = 0;
-        int greatest = 0;
+        int least = 0;    ///< the lowest priority (the largest number)
+        int greatest = 0; ///< the highest priority (the smallest number)
     };
+    /// cuCtxGetStreamPriorityRange.
     StreamPriorityRange streamPriorityRange() const;
     /// cuCtxGetCacheConfig.
     CUfunc_cache cacheConfig() const;
@@ -95,13 +117,16 @@ public:
 
     /// Reports (throws) an error recorded where it could not be thrown, such as a guard that found
     /// the stack changed behind its back as it left. Every fallible call above checks this first.
+    /// The error is thrown once, by the first such call on any thread, and then forgotten.
     void checkRecordedError() const;
 
     /// The threads (kernel thread ids) that have this context entered right now.
     std::vector<long> threadsUsing() const;
 
+    /// The driver's handle, or nullptr for an empty Context. It stays valid while this handle lives.
     CUcontext native() const noexcept;
 
+    /// Whether both handles refer to the same context (or both are empty).
     friend bool operator==(const Context& a, const Context& b) noexcept { return a.state_ == b.state_; }
 
 private:

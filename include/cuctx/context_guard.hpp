@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::ContextGuard: a context current on this thread for one scope. Thread-bound.
+/// \file
+/// cuctx::ContextGuard: a context current on this thread for one scope.
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_state.hpp"
@@ -21,7 +22,9 @@ namespace cuctx {
 
 /// Asks a guard to check the driver's current context (cuCtxGetCurrent, 10-15 ns) before trusting
 /// cuctx's record, for code that may have changed it behind cuctx's back (runtime API, other libraries).
+/// A tag: an empty value type.
 struct VerifyCurrent {};
+/// The VerifyCurrent tag: `ContextGuard guard(ctx, cuctx::verifyCurrent);`.
 inline constexpr VerifyCurrent verifyCurrent{};
 
 /// Makes `context` current on this thread until the scope ends, then restores exactly what was
@@ -32,8 +35,24 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// the driver allows. A guard never throws an error recorded on its context (on no path): the
 /// context's next fallible call does. While the guard lives, the context cannot be destroyed. Neither copyable nor
 /// movable; no heap allocation after the thread's first guard.
+///
+/// \par Threading
+/// Thread-bound: made and destroyed on one thread, in scope order. A guard that switched (pushed its
+/// context) and is destroyed on another thread (handed over in a std::optional or unique_ptr) is
+/// detected there, provided the making thread is not entering or leaving contexts at that moment:
+/// neither thread's driver stack is touched, the context stays pushed on the making thread, recorded
+/// there as a ContextStack::push, and Errc::invalid_state naming both threads is recorded on the
+/// context. A guard that entered its context already current (elided, switched() false) and is
+/// destroyed on another thread is not detected, and corrupts the making thread's use count of the
+/// context (its destruction may then come while that thread uses it, or never). A switching guard
+/// that ends before a guard or push made after it on its thread is detected and recorded as
+/// Errc::stack_mismatch.
 class CUCTX_API ContextGuard {
 public:
+    /// Makes `context` current on this thread: no driver call when it already is, otherwise one
+    /// push. Throws for its own failures only: an empty handle (Errc::invalid_argument), a failed
+    /// push, a green context entered on another thread (Errc::context_busy), a forked child
+    /// (Errc::forked_after_init); never for an error recorded on the context.
     CUCTX_ALWAYS_INLINE explicit ContextGuard(const Context& context)
     {
         detail::ContextState* state = context.state_;
@@ -64,11 +83,15 @@ public:
         }
         enter(context, false);
     }
+    /// The same, after checking that the driver's current context is the one cuctx recorded
+    /// (ContextStack::verify): Errc::stack_mismatch, showing both, when code outside cuctx changed it.
     ContextGuard(const Context& context, VerifyCurrent)
     {
         frame_.state = context.state_;
         enter(context, true);
     }
+    /// Restores what was current before: pops what it pushed and checks it popped that (a mismatch
+    /// is logged, repaired as far as the driver allows and recorded on the context). Never throws.
     CUCTX_ALWAYS_INLINE ~ContextGuard()
     {
         if (frame_.kind == detail::FrameKind::guard) {

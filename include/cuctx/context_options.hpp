@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::ContextOptions: how Context::create makes a context. A value type.
+/// \file
+/// cuctx::ContextOptions: how Context::create makes a context.
 
 #include "cuctx/export.hpp"
 
@@ -15,12 +16,17 @@ enum class SchedulePolicy {
     blockingSync, ///< CU_CTX_SCHED_BLOCKING_SYNC: sleep on a synchronisation primitive
 };
 
+/// How Context::create (or Context::primary, for its flags) makes a context. Every field left as it is
+/// keeps the driver's default.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct CUCTX_API ContextOptions {
-    SchedulePolicy schedule = SchedulePolicy::automatic;
-    bool keepLocalMemory = false; ///< CU_CTX_LMEM_RESIZE_TO_MAX
-    bool coredump = false;        ///< CU_CTX_COREDUMP_ENABLE
-    bool userCoredump = false;    ///< CU_CTX_USER_COREDUMP_ENABLE
-    bool syncMemops = false;      ///< CU_CTX_SYNC_MEMOPS
+    SchedulePolicy schedule = SchedulePolicy::automatic; ///< how host threads wait for the GPU
+    bool keepLocalMemory = false;                        ///< CU_CTX_LMEM_RESIZE_TO_MAX
+    bool coredump = false;                               ///< CU_CTX_COREDUMP_ENABLE
+    bool userCoredump = false;                           ///< CU_CTX_USER_COREDUMP_ENABLE
+    bool syncMemops = false;                             ///< CU_CTX_SYNC_MEMOPS
     /// Limit the context to this many SMs (an execution-affinity parameter, CUDA 12.5 and a device that
     /// supports it); 0 for no limit.
     int smCount = 0;

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The umbrella header: everything cuctx offers.
+/// \file
+/// The umbrella header: everything cuctx offers.
+
+/// \namespace cuctx
+/// Everything cuctx offers. Each type states its threading contract under "Threading", in the words
+/// docs/threading.md defines (thread-safe, thread-compatible, thread-bound, reentrant).
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"

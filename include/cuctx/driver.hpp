@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::Driver: the runtime-loaded CUDA driver. Thread-safe.
+/// \file
+/// cuctx::Driver: the runtime-loaded CUDA driver.
 
 #include "cuctx/export.hpp"
 #include <string>
@@ -13,7 +14,12 @@ enum class Errc;
 /// The CUDA driver as cuctx loads it: `dlopen("libcuda.so.1")` at run time, so programs that use
 /// cuctx start (and can say what is missing) on machines without a GPU or driver. Loading happens
 /// once, on the first call that needs the driver or on load(); a failed load is remembered and
-/// reported again, until setLibraryPath() names another library.
+/// reported again, until setLibraryPath() names another library. Only static functions.
+///
+/// \par Threading
+/// Thread-safe: the first call to need the driver loads it, once, whichever thread makes it; the
+/// others wait for it. Call setLibraryPath() before any thread uses the driver: racing a first load,
+/// it either comes first or is refused.
 class CUCTX_API Driver {
 public:
     /// Where loading looks, or looked: the path given to setLibraryPath(), else $CUCTX_DRIVER_PATH,
@@ -37,7 +43,7 @@ public:
     /// The CUDA version of the headers cuctx was built with (CUDA_VERSION).
     static int headerVersion() noexcept;
 
-    /// Where a load stands, for tools that report instead of throwing.
+    /// Where a load stands, for tools that report instead of throwing. A value type.
     struct Status {
         bool loaded = false;       ///< a driver is loaded and initialised with a device
         Errc condition{};          ///< why not, when !loaded

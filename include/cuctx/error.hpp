@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::Error: the one exception type cuctx throws. Thread-safe (an immutable value).
+/// \file
+/// cuctx::Error: the one exception type cuctx throws, its conditions and categories. The functions
+/// are thread-safe.
 
 #include "cuctx/export.hpp"
 #include "cuctx/source_location.hpp"
@@ -33,6 +35,7 @@ CUCTX_API const std::error_category& errorCategory() noexcept;
 /// holds for CUDA_ERROR_NO_DEVICE.
 CUCTX_API const std::error_category& driverCategory() noexcept;
 
+/// `e` as a std::error_condition of errorCategory(), so that `error.code() == Errc::no_device` compiles.
 CUCTX_API std::error_condition make_error_condition(Errc e) noexcept;
 
 /// The symbolic name of a CUresult ("CUDA_ERROR_INVALID_CONTEXT"), from cuctx's own table since
@@ -42,32 +45,49 @@ CUCTX_API std::string_view resultName(int result) noexcept;
 CUCTX_API std::string_view resultDescription(int result) noexcept;
 
 /// Everything an Error says. Fields left empty are left out of the message.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct ErrorInfo {
-    Errc condition = Errc::driver_error;
-    int result = 0;     ///< the CUresult, 0 when the failure did not come from the driver
-    std::string call;   ///< the driver call or cuctx function that failed
-    std::string object; ///< what it was called on: "device 0", "context 3 on device 0", a file
-    std::string detail; ///< what cuctx found, in a sentence
-    std::string hint;   ///< what to do about it
+    Errc condition = Errc::driver_error; ///< what went wrong, as cuctx classifies it
+    int result = 0;                      ///< the CUresult, 0 when the failure did not come from the driver
+    std::string call;                    ///< the driver call or cuctx function that failed
+    std::string object;                  ///< what it was called on: "device 0", "context 3 on device 0", a file
+    std::string detail;                  ///< what cuctx found, in a sentence
+    std::string hint;                    ///< what to do about it
 };
 
 /// The exception cuctx throws. The message is composed once, when the error is created, so the
 /// success path never formats anything. It names the call, the CUresult with its name, the object,
 /// the thread (id and name) and where in cuctx the failure was seen.
+///
+/// \par Threading
+/// Thread-safe: immutable once made, so one Error may be read, copied and rethrown on any threads at
+/// once.
 class CUCTX_API Error : public std::system_error {
 public:
+    /// Composes the message from `info`, the calling thread and `where`. Its code() is the CUresult
+    /// (in driverCategory()) when `info.result` is set, else the condition (in errorCategory()).
     explicit Error(ErrorInfo info, SourceLocation where = SourceLocation::current());
 
+    /// What went wrong, as cuctx classifies it.
     Errc condition() const noexcept { return info_.condition; }
     /// The CUresult, or 0 when the failure did not come from the driver.
     int result() const noexcept { return info_.result; }
+    /// The driver call or cuctx function that failed.
     const std::string& call() const noexcept { return info_.call; }
+    /// What it was called on: "device 0", "context 3 on device 0", a file.
     const std::string& object() const noexcept { return info_.object; }
+    /// What cuctx found, in a sentence.
     const std::string& detail() const noexcept { return info_.detail; }
+    /// What to do about it.
     const std::string& hint() const noexcept { return info_.hint; }
     /// The kernel thread id (gettid) of the thread that saw the failure.
     long threadId() const noexcept { return threadId_; }
+    /// The name of the thread that saw the failure (pthread_getname_np: the program's name unless
+    /// the thread was given one).
     const std::string& threadName() const noexcept { return threadName_; }
+    /// Where in cuctx (or the caller) the failure was seen.
     const SourceLocation& where() const noexcept { return where_; }
 
     /// The whole message: what failed, on what, why, where, and what to do.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::ImageKind: what a module image is, told from its first bytes. Thread-safe (pure functions).
+/// \file
+/// cuctx::ImageKind: what a module image is, told from its first bytes. The functions are
+/// thread-safe (pure functions).
 
 #include "cuctx/export.hpp"
 #include <cstddef>
@@ -10,6 +12,7 @@
 
 namespace cuctx {
 
+/// What a module image is.
 enum class ImageKind {
     ptx,     ///< PTX text: JIT-compiled for the context's device at load time
     cubin,   ///< an ELF object with SASS for one architecture

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::JitOptions: how the driver compiles PTX when a module is loaded. A value type.
+/// \file
+/// cuctx::JitOptions: how the driver compiles PTX when a module is loaded.
 
 #include <cstddef>
 #include <optional>
@@ -18,6 +19,9 @@ enum class JitCacheMode {
 /// Options for loading a module. Every field left unset keeps the driver's default. cuctx builds
 /// fresh driver option arrays for every load (the log-size options are in/out: reused arrays would
 /// silently give empty logs).
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct JitOptions {
     std::optional<int> optimizationLevel; ///< CU_JIT_OPTIMIZATION_LEVEL, 0-4 (driver default 4)
     /// CU_JIT_TARGET as a compute capability times ten plus minor (90 for sm_90); unset: the

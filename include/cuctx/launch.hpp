@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::launch: a type-safe kernel launch. Thread-safe (as the driver's launch is).
+/// \file
+/// cuctx::launch: a type-safe kernel launch.
 
 #include "cuctx/export.hpp"
 #include "cuctx/function.hpp"
@@ -28,6 +29,10 @@ constexpr bool launchableArgument = std::is_trivially_copyable_v<T> && !std::is_
 /// sizes are checked against the kernel's parameters where the driver reports them (CUDA 12.4+), so
 /// that a `double` passed for a `float`, or a missing argument, is an error naming the kernel and
 /// the argument instead of a kernel reading garbage.
+///
+/// \par Threading
+/// Thread-safe, as the driver's launch is: it enters the function's context on the calling thread (no
+/// driver call when it is current; Errc::context_busy for a green context entered on another thread).
 template <typename... Args>
 void launch(const Function& function, const LaunchConfig& config, const Args&... arguments)
 {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::processReport: what cuctx-inspect shows, for the running process, plus cuctx's registry:
-// which contexts live, which threads have them entered and how deep. For a backend's log, a
-// diagnostics endpoint, or a dump on a signal (cuctx/report_on_signal.hpp). Thread-safe; callable
-// from any thread while others use contexts; never throws cuctx::Error (what fails is reported).
+/// \file
+/// cuctx::processReport: what cuctx-inspect shows, for the running process, plus cuctx's registry:
+/// which contexts live, which threads have them entered and how deep. For a backend's log, a
+/// diagnostics endpoint, or a dump on a signal (cuctx/report_on_signal.hpp). The structs are
+/// thread-compatible value types.
 
 #include "cuctx/device.hpp"
 #include "cuctx/device_properties.hpp"
@@ -22,13 +23,15 @@
 
 namespace cuctx {
 
+/// One device, as processReport() found it. A value type.
 struct DeviceSnapshot {
-    DeviceProperties properties;
-    Device::PrimaryContextState primary;
+    DeviceProperties properties;           ///< Device::properties()
+    Device::PrimaryContextState primary;   ///< Device::primaryContextState()
     std::optional<std::size_t> freeMemory; ///< measured where the primary context was active
 };
 
-/// A context cuctx made (created, retained primary, green) and has not destroyed.
+/// A context cuctx made (created, retained primary, green) or borrowed, and has not destroyed or
+/// forgotten. A value type.
 struct ContextSnapshot {
     std::uint64_t id = 0;             ///< cuCtxGetId (0 where the driver lacks it)
     int device = -1;                  ///< ordinal
@@ -39,33 +42,39 @@ struct ContextSnapshot {
     std::vector<long> threads;        ///< threads (kernel ids) that have it entered
 };
 
-/// A thread that has at least one context entered through cuctx.
+/// A thread that has at least one context entered through cuctx. A value type.
 struct ThreadSnapshot {
-    long tid = 0;
+    long tid = 0;     ///< its kernel thread id (gettid)
     std::string name; ///< /proc/self/task/TID/comm
+    /// One context the thread has entered. A value type.
     struct Use {
-        std::uint64_t contextId = 0;
-        std::string context;  ///< its description
-        unsigned entries = 0; ///< guards, pushes and bindings of it on this thread now
+        std::uint64_t contextId = 0; ///< the context's cuCtxGetId (0 where the driver lacks it)
+        std::string context;         ///< its description
+        unsigned entries = 0;        ///< guards, pushes and bindings of it on this thread now
     };
-    std::vector<Use> uses;
-    unsigned depth = 0; ///< all of this thread's entries: how deep its cuctx stack is
+    std::vector<Use> uses; ///< each context it has entered
+    unsigned depth = 0;    ///< all of this thread's entries: how deep its cuctx stack is
 };
 
+/// What processReport() found: the driver, the devices, cuctx's contexts and the threads that have
+/// them entered, and the live object counts.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct CUCTX_API ProcessReport {
-    long pid = 0;
-    std::string time; ///< when it was taken, UTC, ISO 8601
-    std::string cuctxVersion;
-    Driver::Status driver;
-    std::string moduleLoading; ///< "lazy", "eager" or "unknown"
-    std::optional<std::string> cudaVisibleDevices;
-    std::vector<DeviceSnapshot> devices;
-    std::vector<PeerLink> peers; ///< every ordered pair of devices, when there are several
-    std::vector<ContextSnapshot> contexts;
-    std::vector<ThreadSnapshot> threads;
-    LiveObjects live;
-    std::vector<Finding> findings;   ///< diagnose()'s, when asked for
-    std::vector<std::string> errors; ///< what could not be collected, and why
+    long pid = 0;                                  ///< the process (getpid)
+    std::string time;                              ///< when it was taken, UTC, ISO 8601
+    std::string cuctxVersion;                      ///< CUCTX_VERSION_STRING
+    Driver::Status driver;                         ///< Driver::status()
+    std::string moduleLoading;                     ///< "lazy", "eager" or "unknown"
+    std::optional<std::string> cudaVisibleDevices; ///< CUDA_VISIBLE_DEVICES, when set
+    std::vector<DeviceSnapshot> devices;           ///< every device, when ReportOptions::devices
+    std::vector<PeerLink> peers;                   ///< every ordered pair of devices, when there are several
+    std::vector<ContextSnapshot> contexts;         ///< every context in cuctx's registry
+    std::vector<ThreadSnapshot> threads;           ///< every thread with a context entered through cuctx
+    LiveObjects live;                              ///< liveObjects()
+    std::vector<Finding> findings;                 ///< diagnose()'s, when asked for
+    std::vector<std::string> errors;               ///< what could not be collected, and why
 
     /// Lines for people (a log, a terminal), under 80 columns where the names allow.
     std::string text() const;
@@ -73,6 +82,7 @@ struct CUCTX_API ProcessReport {
     std::string json() const;
 };
 
+/// What processReport() collects beyond cuctx's own state. A value type.
 struct ReportOptions {
     bool devices = true;   ///< the driver's devices and peer links (driver calls, no context made)
     bool diagnose = false; ///< run cuctx::diagnose() too (reads the JIT cache folder's size)
@@ -81,6 +91,9 @@ struct ReportOptions {
 /// Takes the report. Loads the driver if nobody has yet; creates no context and changes no
 /// thread's stack. In a child forked after CUDA was initialised it reports the fork as the driver's
 /// state, and reads the registry only if no thread held its lock at the fork (never waits).
+/// Thread-safe: callable from any thread while others use contexts, from a log sink or a
+/// ReportOnSignal sink too; never throws cuctx::Error (what fails is reported in
+/// ProcessReport::errors).
 CUCTX_API ProcessReport processReport(const ReportOptions& options = {});
 
 } // namespace cuctx

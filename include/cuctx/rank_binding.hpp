@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::RankBinding: which device a process of a multi-process job (MPI, Slurm, torchrun) should
-// use, from its launcher's environment. Thread-safe (pure functions, and the environment read once).
+/// \file
+/// cuctx::RankBinding: which device a process of a multi-process job (MPI, Slurm, torchrun) should
+/// use, from its launcher's environment. The functions are thread-safe.
 
 #include "cuctx/context.hpp"
 #include "cuctx/export.hpp"
@@ -14,6 +15,10 @@
 
 namespace cuctx {
 
+/// Which device this process should use, and why. See bindRank().
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct CUCTX_API RankBinding {
     int localRank = 0;      ///< this process's rank on this node
     std::string source;     ///< the variable it came from, e.g. "OMPI_COMM_WORLD_LOCAL_RANK"
@@ -37,7 +42,8 @@ CUCTX_API const std::vector<std::string>& localRankVariables();
 /// variable: local rank 0, from "(none)".
 CUCTX_API RankBinding bindRank(const std::map<std::string, std::string>& environment, int visibleDevices);
 
-/// bindRank over this process's environment and the driver's device count.
+/// bindRank over this process's environment and the driver's device count. It reads the
+/// environment when called: see docs/threading.md for setenv on other threads.
 CUCTX_API RankBinding bindRank();
 
 /// Devices other than `ownOrdinal` whose primary context is active in this process: a rank that

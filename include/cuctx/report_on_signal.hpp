@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::ReportOnSignal: takes a cuctx::processReport() whenever the process receives a signal
-// (SIGUSR1 by default) and hands it to a sink: by default its text goes to stderr. The signal
-// handler only writes one byte to a pipe (async-signal-safe); a thread of its own takes the report,
-// so the sink may allocate, lock and log. One at a time per process. Not movable.
+/// \file
+/// cuctx::ReportOnSignal: a cuctx::processReport() whenever the process receives a signal.
 
 #include "cuctx/export.hpp"
 #include "cuctx/process_report.hpp"
@@ -17,8 +15,19 @@
 
 namespace cuctx {
 
+/// Takes a cuctx::processReport() whenever the process receives a signal (SIGUSR1 by default) and
+/// hands it to a sink: by default its text goes to stderr. The signal handler only writes one byte to
+/// a pipe (async-signal-safe); a thread of its own takes the report, so the sink may allocate, lock
+/// and log. One at a time per process. Not movable.
+///
+/// \par Threading
+/// Thread-compatible: it may be made on one thread and destroyed on another, but never from its own
+/// sink (the destructor joins the reporting thread, which would be the caller: std::terminate).
+/// reportsTaken() is thread-safe. The sink is reentrant: it runs on the reporting thread, one report
+/// at a time, with no lock of cuctx's held, and may call cuctx.
 class CUCTX_API ReportOnSignal {
 public:
+    /// Receives each report, on the reporting thread. What it throws is written to stderr.
     using Sink = std::function<void(const ProcessReport&)>;
 
     /// Installs the handler for `signal` and starts the reporting thread. Errc::invalid_state if
@@ -32,7 +41,8 @@ public:
     ReportOnSignal(const ReportOnSignal&) = delete;
     ReportOnSignal& operator=(const ReportOnSignal&) = delete;
 
-    /// How many reports the sink has been given so far.
+    /// How many reports have been taken so far (counted as each is handed to the sink, before the
+    /// sink returns).
     std::uint64_t reportsTaken() const noexcept;
 
 private:

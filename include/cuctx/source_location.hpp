@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::SourceLocation: where in the code something happened (a file, a line, a function), as
-// cuctx::Error reports it. Thread-safe (an immutable value).
+/// \file
+/// cuctx::SourceLocation: where in the code something happened (a file, a line, a function), as
+/// cuctx::Error reports it.
 //
 // One type for every compiler, so that the library and a program built by another compiler agree
 // on Error's layout: it is made from SourceLocation where the standard library has it, and
@@ -28,8 +29,14 @@
 
 namespace cuctx {
 
+/// Where in the code something happened: a file, a function, a line and a column, with
+/// std::source_location's accessors on every compiler.
+///
+/// \par Threading
+/// Thread-safe (an immutable value; its strings are string literals).
 class SourceLocation {
 public:
+    /// An empty location: "" for the names, 0 for the numbers.
     constexpr SourceLocation() noexcept = default;
 
 #if defined(__cpp_lib_source_location)
@@ -38,6 +45,7 @@ public:
     {
         return SourceLocation(where);
     }
+    /// The same location as `where`.
     constexpr SourceLocation(const std::source_location& where) noexcept // NOLINT: converts on purpose
         : file_(where.file_name()), function_(where.function_name()), line_(where.line()), column_(where.column())
     {
@@ -58,19 +66,22 @@ public:
     }
 #endif
 
-    /// The same accessors as SourceLocation's.
+    /// The file's name, as the compiler spelled it (std::source_location's accessors, and the same names).
     constexpr const char* file_name() const noexcept
     {
         return file_;
     }
+    /// The function's name.
     constexpr const char* function_name() const noexcept
     {
         return function_;
     }
+    /// The line, from 1.
     constexpr std::uint_least32_t line() const noexcept
     {
         return line_;
     }
+    /// The column, from 1 (0 where the compiler cannot say).
     constexpr std::uint_least32_t column() const noexcept
     {
         return column_;

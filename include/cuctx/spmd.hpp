@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::runOnEach: one worker thread per context (the seeds' SPMD model), each with its context
-// bound for its whole life, so that the work's guards and launches cost no context switch. Results
-// come back in context order. If a worker throws, the others are asked to stop (their stop_token)
-// and joined, and the first exception is rethrown in the caller: no thread is left running.
+/// \file
+/// cuctx::runOnEach: one worker thread per context (the seeds' SPMD model), each with its context
+/// bound for its whole life, so that the work's guards and launches cost no context switch. Results
+/// come back in context order. If a worker throws, the others are asked to stop (their stop_token)
+/// and joined, and the first exception is rethrown in the caller: no thread is left running.
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
@@ -22,6 +23,11 @@ namespace cuctx {
 
 /// Runs `work(context, index, stop)` on one new thread per context; returns what each returned
 /// (nothing for void work). `stop` is requested once any worker has failed.
+///
+/// \par Threading
+/// Thread-safe: each call has threads of its own. `work` is reentrant and runs on every worker
+/// thread at once (the same object, called concurrently), each with its context bound by a
+/// ContextBinding; it may call cuctx (a guard on another context pushes and pops as usual).
 template <typename Work>
 auto runOnEach(const std::vector<Context>& contexts, Work&& work)
 {
@@ -64,7 +70,7 @@ auto runOnEach(const std::vector<Context>& contexts, Work&& work)
     }
 }
 
-/// runOnEach over the primary context of every device.
+/// runOnEach over the primary context of every device (as runOnEach for threads).
 template <typename Work>
 auto runOnEachDevice(Work&& work)
 {

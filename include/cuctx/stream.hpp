@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::Stream: a CUDA stream of one context. Move-only RAII; thread-safe for enqueueing (as the
-// driver is), but moving or destroying it must not race with its use.
+/// \file
+/// cuctx::Stream: a CUDA stream of one context.
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_owned.hpp"
@@ -26,6 +26,10 @@ struct CUCTX_API StreamTraits {
 };
 } // namespace detail
 
+/// How a Stream is made.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct StreamOptions {
     /// CU_STREAM_NON_BLOCKING: no implicit synchronisation with the context's legacy default stream.
     bool nonBlocking = true;
@@ -33,16 +37,29 @@ struct StreamOptions {
     int priority = 0;
 };
 
+/// A CUDA stream of one context (cuStreamCreateWithPriority), destroyed in that context when it goes.
+/// Move-only RAII; it keeps its context alive.
+///
+/// \par Threading
+/// Thread-safe for every const member: any threads may enqueue on one stream, wait on it and query
+/// it at once (each call enters the stream's context on its own thread; the driver orders the work
+/// in the order the calls reach it). An exception a host callback threw is rethrown once, by one
+/// synchronize() on whichever thread calls it. Moving or destroying a stream must not overlap with
+/// other use of it; it may be destroyed on any thread. The host callbacks themselves: see
+/// hostCallback().
 class CUCTX_API Stream {
 public:
     Stream() = default; ///< empty
     /// A new stream in `context`; a priority outside the context's range is an error naming it.
     explicit Stream(const Context& context, const StreamOptions& options = {});
+    /// Takes over `other`'s stream; `other` is left empty.
     Stream(Stream&& other) noexcept = default;
+    /// Destroys this stream, then takes over `other`'s; `other` is left empty.
     Stream& operator=(Stream&& other) noexcept = default;
     /// Destroys the stream in its context (queued work still completes). Never throws.
     ~Stream() = default;
 
+    /// Whether it holds a stream (false when default-constructed or moved from).
     explicit operator bool() const noexcept { return static_cast<bool>(owned_); }
 
     /// Waits for the stream's work; then rethrows the oldest exception a host callback on it threw
@@ -60,12 +77,24 @@ public:
     /// there: it is cleaned up later on an ordinary thread, by the next cuctx call that takes a
     /// context, by Stream::synchronize, Event::synchronize or Context::synchronize (after the
     /// wait), or at exit. Until then cuctx::liveObjects() still counts it.
+    ///
+    /// \par Threading
+    /// The callback is reentrant as far as cuctx goes: it runs on a driver thread with no lock of
+    /// cuctx's held, after the callbacks queued before it on this stream. It may drop cuctx handles and
+    /// call what needs no context (liveObjects(), for one); anything that needs a context fails there (the driver
+    /// returns CUDA_ERROR_NOT_PERMITTED, and the Error is rethrown by synchronize()).
     void hostCallback(std::function<void()> callback) const;
 
+    /// The stream's priority (cuStreamGetPriority): lower numbers run first.
     int priority() const;
+    /// Whether it was made with CU_STREAM_NON_BLOCKING (no implicit synchronisation with the legacy
+    /// default stream).
     bool nonBlocking() const;
+    /// The context the stream belongs to.
     const Context& context() const;
+    /// The device of the stream's context.
     Device device() const;
+    /// The driver's handle (nullptr when empty; a launch refuses that rather than use the default stream).
     CUstream native() const noexcept { return owned_.get(); }
 
 private:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// cuctx::testing: what cuctx's own thread-safety harness uses, for backends to test their code the
-// same way. Thread-safe unless noted.
+/// \file
+/// cuctx::testing: what cuctx's own thread-safety harness uses, for backends to test their code the
+/// same way. Thread-safe unless noted.
 
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
@@ -21,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+/// \namespace cuctx::testing
+/// What cuctx's own thread-safety harness uses (cuctx-stress, the CPU suite), for backends to test
+/// their code the same way. Every function is thread-safe.
 namespace cuctx::testing {
 
 /// Makes the `nth` next call (1 = the very next) of the driver entry point `symbol`
@@ -37,7 +41,8 @@ CUCTX_API std::string describeStack(); // this thread's stack, bottom first, and
 } // namespace detail
 
 /// Runs `f` and throws Errc::invalid_state, showing both, if it leaves this thread's context stack
-/// (cuctx's record and the driver's current context) other than it found it.
+/// (cuctx's record and the driver's current context) other than it found it. It looks at the calling
+/// thread only: `f` runs there.
 template <typename F>
 void expectStackUnchanged(F&& f)
 {
@@ -110,7 +115,8 @@ void runConcurrentlyWith(Start&& start, unsigned threads, F&& f)
 /// Runs `f(index)` on `threads` new threads released together (a barrier, so they truly race), joins
 /// them all, and rethrows the first exception any of them threw. When the system refuses a thread,
 /// none runs `f`: the ones started are joined and Errc::invalid_state is thrown, naming the thread
-/// and the system's error (it never hangs or ends in std::terminate).
+/// and the system's error (it never hangs or ends in std::terminate). `f` is called on every thread
+/// at once (the same object, concurrently), so it must be safe to call so.
 template <typename F>
 void runConcurrently(unsigned threads, F&& f)
 {

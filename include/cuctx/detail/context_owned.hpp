@@ -14,7 +14,8 @@ namespace cuctx::detail {
 /// while it exists. Move-only; empty when default-constructed, moved from, released or reset.
 /// `Traits` gives `using Handle = ...;` (whose value-initialised form means none) and
 /// `static void destroy(const Context&, Handle) noexcept`, which destroys it in its context and
-/// logs a failure rather than throwing. Thread-bound (as the types built on it).
+/// logs a failure rather than throwing. Thread-compatible: one object needs its user's exclusive access
+/// to be moved, reset or destroyed (the types built on it state their own contracts).
 template <typename Traits>
 class ContextOwned {
 public:
