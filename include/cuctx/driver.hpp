@@ -19,7 +19,7 @@ enum class Errc;
 /// \par Threading
 /// Thread-safe: the first call to need the driver loads it, once, whichever thread makes it; the
 /// others wait for it. Call setLibraryPath() before any thread uses the driver: racing a first load,
-/// it either comes first or is refused.
+/// it either comes first or, once a driver is loaded from another path, is refused.
 class CUCTX_API Driver {
 public:
     /// Where loading looks, or looked: the path given to setLibraryPath(), else $CUCTX_DRIVER_PATH,

@@ -27,7 +27,8 @@ namespace cuctx {
 /// at a time, with no lock of cuctx's held, and may call cuctx.
 class CUCTX_API ReportOnSignal {
 public:
-    /// Receives each report, on the reporting thread. What it throws is written to stderr.
+    /// Receives each report, on the reporting thread. A std::exception it throws is written to
+    /// stderr and the thread goes on; any other exception ends the process (std::terminate).
     using Sink = std::function<void(const ProcessReport&)>;
 
     /// Installs the handler for `signal` and starts the reporting thread. Errc::invalid_state if
