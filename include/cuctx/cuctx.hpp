@@ -30,6 +30,7 @@
 #include "cuctx/live_objects.hpp"
 #include "cuctx/log.hpp"
 #include "cuctx/module.hpp"
+#include "cuctx/module_image.hpp"
 #include "cuctx/peer_access.hpp"
 #include "cuctx/pipeline.hpp"
 #include "cuctx/process_report.hpp"

@@ -9,6 +9,7 @@
 #include "cuctx/function.hpp"
 #include "cuctx/image_kind.hpp"
 #include "cuctx/jit_options.hpp"
+#include "cuctx/module_image.hpp"
 
 #include <cuda.h>
 
@@ -74,19 +75,32 @@ public:
     static Module fromPtx(const Context& context, std::string_view ptx, const JitOptions& options = {},
                           std::string_view label = "ptx");
 
-    /// The module for this image content and these options in `context`, loaded once and shared by
-    /// every thread of the process: concurrent first requests load it once and all get the same
-    /// module. A hit is for the same bytes (compared, not only digested; a PTX up to its first NUL)
-    /// and code-changing options. The cache keeps its modules, and a copy of their images, until
-    /// clearCache() or the context's destruction.
+    /// The module of `image` (its bytes and options) in `context`, loaded once and shared by every
+    /// thread of the process: concurrent first requests load it once and all get the same module.
+    /// The image's first request in the context compares its bytes with those of the module it
+    /// finds (a digest match alone proves nothing), so two images of other bytes never share a
+    /// module, and two of the same bytes and code-changing options do; later requests find the
+    /// module by the image's identity alone: no lock, no write to memory other threads read, the
+    /// same cost at any image size (docs/modules.md). The reference stays valid, and the module
+    /// loaded, until the context is destroyed, clearCache() included (a later request after
+    /// clearCache loads anew); the cache does not keep the context alive, so the caller's Context
+    /// handle does. A copy of the Module is an ordinary handle that keeps its context alive.
+    static const Module& cached(const Context& context, const ModuleImage& image);
+    /// The same, from bytes given per call: each call digests and compares the whole image (O(image
+    /// size)) and returns a new handle (two atomic increments on lines every thread shares). Hot
+    /// paths should make a ModuleImage once and use cached(context, image). A hit is for the same
+    /// bytes (a PTX up to its first NUL) and code-changing options. The cache keeps its modules,
+    /// and a copy of their images, until clearCache() or the context's destruction.
     static Module cached(const Context& context, std::span<const std::byte> image, const JitOptions& options = {},
                          std::string_view label = "image");
     /// cached() over a file's bytes (read as fromFile reads them), labelled with its name.
     static Module cachedFile(const Context& context, const std::filesystem::path& path, const JitOptions& options = {});
     /// How many modules `context`'s cache holds.
     static std::size_t cacheSize(const Context& context);
-    /// Empties `context`'s cache: modules held nowhere else are unloaded, the others stay loaded
-    /// while their handles live. A load in progress finishes, outside the cache.
+    /// Empties `context`'s cache: later requests load anew. A module of cached(context, span) that
+    /// nobody else holds is unloaded; one that cached(context, ModuleImage) handed out stays loaded
+    /// (references to it may exist) until the context is destroyed. A load in progress finishes,
+    /// outside the cache.
     static void clearCache(const Context& context);
     /// The driver's loading mode (cuModuleGetLoadingMode); unknown where the driver cannot say.
     static ModuleLoadingMode loadingMode();

@@ -7,6 +7,8 @@
 #include "cuctx/context.hpp"
 #include "driver/check.hpp"
 
+#include <utility>
+
 namespace cuctx::detail {
 
 class ContextAccess {
@@ -14,6 +16,8 @@ public:
     static ContextState* state(const Context& context) noexcept { return context.state_; }
     /// A handle that takes over one count of `state->handles`.
     static Context adopt(ContextState* state) noexcept { return Context(state); }
+    /// Empties `context` without dropping the count it stands for (the inverse of adopt).
+    static ContextState* release(Context& context) noexcept { return std::exchange(context.state_, nullptr); }
 };
 
 /// The state of a non-empty handle, after reporting any error recorded on it; Errc::invalid_argument

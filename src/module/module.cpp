@@ -259,6 +259,11 @@ Module Module::cached(const Context& context, std::span<const std::byte> image, 
     return Module(context, detail::cachedModule(context, image, options, std::string(label)));
 }
 
+const Module& Module::cached(const Context& context, const ModuleImage& image)
+{
+    return detail::cachedModule(context, image);
+}
+
 Module Module::cachedFile(const Context& context, const std::filesystem::path& path, const JitOptions& options)
 {
     const std::vector<std::byte> image = detail::readImageFile(path, "cuctx::Module::cachedFile");

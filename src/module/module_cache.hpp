@@ -2,10 +2,12 @@
 #pragma once
 
 // The per-context module cache: modules keyed by image bytes (found by digest) and JIT-option fingerprint, shared
-// by every thread that uses the context. Thread-safe. A context owns its cache (ContextState's
-// moduleCache); it is emptied (modules unloaded) just before the context is destroyed.
+// by every thread that uses the context, and indexed by ModuleImage id for hits that read no bytes.
+// Thread-safe. A context owns its cache (ContextState's moduleCache); it is destroyed (modules
+// unloaded) just before the context is.
 
 #include "cuctx/jit_options.hpp"
+#include "cuctx/module_image.hpp"
 
 #include "context/context_state.hpp"
 #include "module/module_state.hpp"
@@ -27,6 +29,12 @@ std::span<const std::byte> cacheBytes(std::span<const std::byte> image) noexcept
 /// fails, each waiter tries again itself (and gets its own error).
 std::shared_ptr<ModuleState> cachedModule(const Context& context, std::span<const std::byte> image,
                                           const JitOptions& options, const std::string& label);
+
+/// The cached module of `image` in `context`, as above on its first request in this context (the
+/// bytes compared, then the image's id indexed); later requests find it by id alone: no lock, no
+/// write, O(1). The module stays loaded, and the reference valid, until the context is destroyed
+/// (clearCache included); the cache's handle does not keep the context alive.
+const Module& cachedModule(const Context& context, const ModuleImage& image);
 
 std::size_t moduleCacheSize(ContextState& context) noexcept;
 void clearModuleCache(ContextState& context) noexcept;

@@ -7,6 +7,7 @@
 #include "cuctx/image_kind.hpp"
 #include "cuctx/module.hpp"
 
+#include "context/context_access.hpp"
 #include "context/context_state.hpp"
 #include "driver/check.hpp"
 
@@ -42,6 +43,18 @@ struct ModuleState {
         return Module(std::move(context), std::move(state));
     }
     static const std::shared_ptr<ModuleState>& of(const Module& module) noexcept { return module.state_; }
+    /// A handle whose Context counts no owner of `context`, for the module cache's own handles: the
+    /// context owns its cache, so a counted handle there would keep the context alive for ever. Its
+    /// copies are ordinary (counted) handles. Drop it with releaseUncounted, never by destruction.
+    static Module uncountedHandle(ContextState& context, std::shared_ptr<ModuleState> state) noexcept
+    {
+        return Module(ContextAccess::adopt(&context), std::move(state));
+    }
+    static void releaseUncounted(Module& module) noexcept
+    {
+        module.state_.reset();
+        (void)ContextAccess::release(module.context_);
+    }
 };
 
 /// Loads an image (already checked) into `context`, with fresh JIT option arrays. Throws an Error

@@ -12,6 +12,7 @@
 #include "cuctx/launch.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/module.hpp"
+#include "cuctx/module_image.hpp"
 #include "cuctx/stream.hpp"
 
 #include "module/image_digest.hpp"
@@ -481,4 +482,245 @@ TEST_CASE("the same PTX with and without its terminating NUL is one cache entry"
     CHECK(a.native() == b.native());
     CHECK(Module::cacheSize(ctx) == 1);
     CHECK(Module::cached(ctx, withoutNul).native() == a.native());
+}
+
+// ModuleImage: an image made once, whose hits the cache answers by identity.
+
+TEST_CASE("a ModuleImage's hits return the same module, by reference, with no driver call", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromPtx(kernelsPtx(), {}, "kernels");
+    REQUIRE(image.id() != 0);
+    CHECK(image.kind() == cuctx::ImageKind::ptx);
+    CHECK(image.label() == "kernels");
+    const long before = Module::loadedCount();
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const long loadsBefore = cuctx_fake_calls("cuModuleLoadDataEx");
+#endif
+    const Module& first = Module::cached(ctx, image);
+    REQUIRE(first.native() != nullptr);
+    CHECK(first.label() == "kernels");
+    CHECK(first.context() == ctx);
+    const cuctx::ModuleImage copy = image; // copies share the identity
+    CHECK(copy.id() == image.id());
+    for (int i = 0; i < 3; ++i) {
+        CHECK(&Module::cached(ctx, image) == &first);
+        CHECK(&Module::cached(ctx, copy) == &first);
+    }
+    CHECK(Module::loadedCount() == before + 1);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_calls("cuModuleLoadDataEx") == loadsBefore + 1);
+#endif
+    CHECK(first.function("empty").native() != nullptr);
+    Context ctx2 = Context::create(Device::get(0));
+    CHECK(Module::cached(ctx2, image).native() != first.native()); // per context
+    CHECK(Module::cacheSize(ctx) == 1);
+}
+
+TEST_CASE("ModuleImages of equal bytes and options share one module; other options do not", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const std::string ptx = kernelsPtx();
+    const cuctx::ModuleImage a = cuctx::ModuleImage::fromPtx(ptx, {}, "a");
+    // The same text with its NUL, and bytes after it that the driver never reads.
+    const std::string withNul = ptx + std::string(1, '\0') + "ignored";
+    const cuctx::ModuleImage b = cuctx::ModuleImage::fromPtx(withNul, {}, "b");
+    CHECK(a.id() != b.id());
+    CHECK(b.bytes().size() == ptx.size());
+    const long before = Module::loadedCount();
+    const Module& ma = Module::cached(ctx, a);
+    const Module& mb = Module::cached(ctx, b);
+    CHECK(mb.native() == ma.native());
+    // A span request of the same bytes finds the same module, and the other way round.
+    CHECK(Module::cached(ctx, std::as_bytes(std::span(ptx.data(), ptx.size()))).native() == ma.native());
+    cuctx::JitOptions logsOnly;
+    logsOnly.logBytes = 1 << 20;
+    logsOnly.verboseLog = true;
+    CHECK(Module::cached(ctx, cuctx::ModuleImage::fromPtx(ptx, logsOnly)).native() == ma.native());
+    cuctx::JitOptions o1;
+    o1.optimizationLevel = 1;
+    const cuctx::ModuleImage c = cuctx::ModuleImage::fromPtx(ptx, o1);
+    CHECK(c.options().optimizationLevel == 1);
+    CHECK(Module::cached(ctx, c).native() != ma.native()); // other options, other code
+    CHECK(Module::loadedCount() == before + 2);
+    CHECK(Module::cacheSize(ctx) == 2);
+    const std::string other = ptx + "\n// another image\n";
+    CHECK(Module::cached(ctx, cuctx::ModuleImage::fromPtx(other)).native() != ma.native());
+}
+
+TEST_CASE("a ModuleImage never gets the module of other bytes, whatever their digest", "[cache]")
+{
+    const std::string x = readText(testPtxPath().parent_path() / "collision-x.ptx");
+    const std::string y = readText(testPtxPath().parent_path() / "collision-y.ptx");
+    const cuctx::ModuleImage ix = cuctx::ModuleImage::fromPtx(x, {}, "x");
+    const cuctx::ModuleImage iy = cuctx::ModuleImage::fromPtx(y, {}, "y");
+    REQUIRE(cuctx::detail::digestImage(ix.bytes()) == cuctx::detail::digestImage(iy.bytes()));
+    REQUIRE(x != y);
+    Context ctx = Context::create(Device::get(0));
+#ifndef CUCTX_TEST_FAKE_DRIVER
+    // The real JIT refuses both (bytes outside ASCII in a comment): each request reaches the driver
+    // with its own bytes and fails under its own label.
+    for (const auto* image : {&ix, &iy}) {
+        const cuctx::Error e = errorOf([&] { (void)Module::cached(ctx, *image); });
+        CHECK(contains(e.what(), " on " + image->label() + " "));
+    }
+    CHECK(Module::cacheSize(ctx) == 0);
+    return;
+#endif
+    // y's bytes cached first by a span request, then x as an image, then y as an image.
+    const Module my = Module::cached(ctx, std::as_bytes(std::span(y.data(), y.size())), {}, "y");
+    const Module& mx = Module::cached(ctx, ix);
+    CHECK(mx.native() != my.native());
+    CHECK(mx.kernelNames() == std::vector<std::string>{firstEntry(x)});
+    CHECK(Module::cached(ctx, iy).native() == my.native());
+    CHECK(Module::cached(ctx, iy).kernelNames() == std::vector<std::string>{firstEntry(y)});
+    CHECK(&Module::cached(ctx, ix) == &mx);
+    CHECK(Module::cacheSize(ctx) == 2);
+}
+
+TEST_CASE("clearCache: later requests load anew; references handed out stay valid", "[cache]")
+{
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromPtx(kernelsPtx(), {}, "kernels");
+    const long before = Module::loadedCount();
+    {
+        Context ctx = Context::create(Device::get(0));
+        const Module& old = Module::cached(ctx, image);
+        const CUmodule oldNative = old.native();
+        Module::clearCache(ctx);
+        CHECK(Module::cacheSize(ctx) == 0);
+        const Module& fresh = Module::cached(ctx, image);
+        CHECK(&fresh != &old);
+        CHECK(fresh.native() != oldNative);
+        CHECK(&Module::cached(ctx, image) == &fresh);
+        // The old reference still works, and its module is still loaded.
+        CHECK(old.native() == oldNative);
+        CHECK(old.function("empty").native() != nullptr);
+        CHECK(Module::loadedCount() == before + 2);
+    }
+    CHECK(Module::loadedCount() == before); // both go with the context
+}
+
+TEST_CASE("the module cache does not keep its context alive; a copy of its module does", "[cache]")
+{
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromPtx(kernelsPtx());
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    {
+        Context ctx = Context::create(Device::get(0));
+        const Module& m = Module::cached(ctx, image);
+        CHECK(m.native() != nullptr);
+        const std::string ptx = kernelsPtx();
+        (void)Module::cached(ctx, std::as_bytes(std::span(ptx.data(), ptx.size())));
+        CHECK(cuctx::liveObjects().contexts == before.contexts + 1);
+    }
+    CHECK(cuctx::liveObjects() == before);
+
+    Module copy;
+    {
+        Context ctx = Context::create(Device::get(0));
+        copy = Module::cached(ctx, image);
+    }
+    CHECK(cuctx::liveObjects().contexts == before.contexts + 1); // the copy holds it
+    CHECK(copy.function("empty").native() != nullptr);
+    Module second = copy;
+    copy = Module();
+    CHECK(cuctx::liveObjects().contexts == before.contexts + 1);
+    second = Module();
+    CHECK(cuctx::liveObjects() == before);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_modules() == 0);
+#endif
+}
+
+TEST_CASE("a ModuleImage of hostile input is a clear error", "[cache]")
+{
+    const auto invalid = [](auto&& f) {
+        const cuctx::Error e = errorOf(f);
+        CHECK(e.code() == Errc::invalid_argument);
+        return std::string(e.what());
+    };
+    CHECK(contains(invalid([] { (void)cuctx::ModuleImage::fromBytes({}); }), "empty"));
+    CHECK(contains(invalid([] { (void)cuctx::ModuleImage::fromPtx("hello", {}, "greeting"); }), "greeting"));
+    const auto dir = std::filesystem::temp_directory_path();
+    CHECK(contains(invalid([&] { (void)cuctx::ModuleImage::fromFile(dir); }), "directory"));
+    CHECK(contains(invalid([] { (void)cuctx::ModuleImage::fromFile("/no/such/kernels.ptx"); }), "no such file"));
+    // A cubin whose headers point past its end.
+    const std::byte elf[] = {std::byte{0x7f}, std::byte{'E'}, std::byte{'L'}, std::byte{'F'}, std::byte{2}};
+    (void)invalid([&] { (void)cuctx::ModuleImage::fromBytes(elf); });
+
+    const cuctx::ModuleImage empty;
+    CHECK(!empty);
+    CHECK(empty.id() == 0);
+    CHECK(contains(invalid([&] { (void)empty.label(); }), "empty"));
+    Context ctx = Context::create(Device::get(0));
+    CHECK(contains(invalid([&] { (void)Module::cached(ctx, empty); }), "ModuleImage is empty"));
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromPtx(kernelsPtx());
+    CHECK(contains(invalid([&] { (void)Module::cached(Context(), image); }), "empty"));
+    // A file image: read and checked once, labelled with its name.
+    const cuctx::ModuleImage file = cuctx::ModuleImage::fromFile(testPtxPath());
+    CHECK(file.label() == testPtxPath().string());
+    CHECK(Module::cached(ctx, file).native() == Module::cached(ctx, image).native());
+}
+
+TEST_CASE("a ModuleImage that fails to load is not cached: each request tries again", "[cache]")
+{
+    Context ctx = Context::create(Device::get(0));
+    const cuctx::ModuleImage bad = cuctx::ModuleImage::fromPtx(cuctx::test::malformedPtx(), {}, "broken");
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const long loadsBefore = cuctx_fake_calls("cuModuleLoadDataEx");
+#endif
+    for (int i = 0; i < 2; ++i) {
+        const cuctx::Error e = errorOf([&] { (void)Module::cached(ctx, bad); });
+        CHECK(contains(e.what(), "bogus"));
+    }
+    CHECK(Module::cacheSize(ctx) == 0);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_calls("cuModuleLoadDataEx") == loadsBefore + 2);
+#endif
+}
+
+TEST_CASE("ModuleImage hits race with first loads, clearCache and context destruction", "[cache][threads]")
+{
+    // Three images of other bytes; two contexts per round, each used by half the threads. The main
+    // thread drops its handles once the threads run, so whichever thread drops a context's last
+    // handle destroys it while the other context's threads still hit their cache.
+    const std::string ptx = kernelsPtx();
+    const std::vector<cuctx::ModuleImage> images = {
+        cuctx::ModuleImage::fromPtx(ptx, {}, "i0"),
+        cuctx::ModuleImage::fromPtx(ptx + "\n// 1\n", {}, "i1"),
+        cuctx::ModuleImage::fromPtx(ptx + "\n// 2\n", {}, "i2"),
+    };
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    constexpr int kThreads = 8;
+    constexpr int kRequests = 300;
+    std::atomic<int> wrong{0};
+    std::atomic<int> errors{0};
+    for (int round = 0; round < 3; ++round) {
+        std::vector<Context> contexts = {Context::create(Device::get(0)), Context::create(Device::get(0))};
+        std::barrier start(kThreads + 1);
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&, t, ctx = contexts[static_cast<std::size_t>(t % 2)]]() mutable {
+                start.arrive_and_wait();
+                try {
+                    for (int i = 0; i < kRequests; ++i) {
+                        const cuctx::ModuleImage& image = images[static_cast<std::size_t>((i + t) % 3)];
+                        const Module& m = Module::cached(ctx, image);
+                        if (m.native() == nullptr || m.label() != image.label() || !(m.context() == ctx))
+                            ++wrong;
+                        if (t < 2 && i % 50 == 49)
+                            Module::clearCache(ctx);
+                    }
+                } catch (const cuctx::Error&) {
+                    ++errors;
+                }
+                ctx.reset(); // maybe the last handle: destroys the context here
+            });
+        start.arrive_and_wait();
+        contexts.clear();
+        for (auto& th : threads)
+            th.join();
+    }
+    CHECK(wrong == 0);
+    CHECK(errors == 0);
+    CHECK(cuctx::liveObjects() == before);
 }
