@@ -267,6 +267,56 @@ CacheCosts measureModuleCache(const Context& context, std::span<const std::byte>
     return c;
 }
 
+std::string paddedPtx(std::size_t bytes)
+{
+    std::string ptx = kEmptyKernelPtx;
+    const std::string line = "// padding: comments the JIT reads past" + std::string(24, '.') + "\n";
+    while (ptx.size() + line.size() <= bytes)
+        ptx += line;
+    if (ptx.size() + 3 < bytes) // a last, shorter comment line makes up the size
+        ptx += "//" + std::string(bytes - ptx.size() - 3, '.') + "\n";
+    return ptx;
+}
+
+ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads)
+{
+    ImageCacheCosts c;
+    const std::string ptx = paddedPtx(bytes);
+    c.bytes = ptx.size();
+    const ModuleImage image = ModuleImage::fromPtx(ptx, {}, "bench-" + std::to_string(c.bytes));
+    const auto span = std::as_bytes(std::span(ptx.data(), ptx.size()));
+    {
+        ContextBinding binding(context);
+        (void)Module::cached(context, image); // the load, untimed
+    }
+    const auto imageHits = [&](long n) {
+        for (long i = 0; i < n; ++i) {
+            const Module& hit = Module::cached(context, image);
+            keep(hit);
+        }
+    };
+    {
+        PinToCurrentCpu pin;
+        c.imageHit = 1e300;
+        for (int round = 0; round < 5; ++round)
+            c.imageHit = std::min(c.imageHit, timePerIteration(hits, imageHits));
+        const long spanHits = std::clamp(static_cast<long>(static_cast<double>(hits) * 1024.0 /
+                                                           static_cast<double>(std::max<std::size_t>(c.bytes, 1))),
+                                         3L, std::max(3L, hits));
+        c.spanHit = timePerIteration(spanHits, [&](long n) {
+            for (long i = 0; i < n; ++i) {
+                const Module hit = Module::cached(context, span, {}, "bench");
+                keep(hit);
+            }
+        });
+    }
+    c.oneThread = aggregateOps(
+        1, hits, [] {}, imageHits, [] {});
+    c.manyThreads = aggregateOps(
+        threads, hits, [] {}, imageHits, [] {});
+    return c;
+}
+
 LifetimeCosts measureLifetimes(const Device& device, int rounds)
 {
     const auto& d = tools::rawDriver();

@@ -92,6 +92,23 @@ struct CacheCosts {
 };
 CacheCosts measureModuleCache(const Context& context, std::span<const std::byte> image, long hits, int loads);
 
+/// A PTX text of `bytes` bytes (or the empty kernel alone, where that is longer) that every driver
+/// compiles: kEmptyKernelPtx, then comment lines.
+std::string paddedPtx(std::size_t bytes);
+
+/// Module::cached hits of one PTX image of paddedPtx(`bytes`) in `context`: through a ModuleImage
+/// (best of 5 runs of `hits`, one thread pinned) and through the span-based call that digests and
+/// compares the image each time (fewer hits for large images: at least 3); then ModuleImage hits
+/// per second of one thread alone and of `threads` threads at once, aggregate.
+struct ImageCacheCosts {
+    std::size_t bytes = 0;
+    double imageHit = 0;    ///< ns
+    double spanHit = 0;     ///< ns
+    double oneThread = 0;   ///< hits/s
+    double manyThreads = 0; ///< hits/s, all threads together
+};
+ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads);
+
 /// Creating and destroying a context, raw (cuCtxCreate + cuCtxDestroy) and through cuctx (ns, median
 /// of `rounds`); and retaining and releasing a primary context that another owner keeps alive (ns,
 /// best of 5 rounds of 1000: cuctx finds it interned and makes no driver call).
