@@ -6,7 +6,8 @@
 //   nest      nested guards of random depth over random contexts; the driver's current context is
 //             checked at every level, and the stack after unwinding
 //   adopt     adopt a context for a batch of guarded tasks, then release it
-//   module    Module::cached on a random context: always the same module for that context
+//   module    Module::cached on a random context, of the PTX's bytes or of a ModuleImage of them:
+//             always the same module for that context, whichever way it is asked
 //   launch    a kernel on random input, result checked element by element (copies only on the fake
 //             driver, which runs no kernels)
 //   wait      a stream of one context waits on an event of another, copies across, result checked
@@ -79,6 +80,7 @@ struct Shared {
     const Options& options;
     std::vector<Context> contexts;
     std::string ptx;
+    ModuleImage image;      // of ptx
     bool kernelsRun = true; // false on the fake driver
     std::mutex churnMutex;
     Context churn; // replaced by `churn` operations while others use it
@@ -225,13 +227,16 @@ private:
         }
         case opModule: {
             const std::size_t i = rng_() % s_.contexts.size();
-            const Module m =
-                Module::cached(s_.contexts[i], std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())), {}, "stress");
+            const CUmodule m =
+                rng_() % 2 == 0 ? Module::cached(s_.contexts[i], s_.image).native()
+                                : Module::cached(s_.contexts[i], std::as_bytes(std::span(s_.ptx.data(), s_.ptx.size())),
+                                                 {}, "stress")
+                                      .native();
             if (firstModules_.empty())
                 firstModules_.resize(s_.contexts.size());
             if (firstModules_[i] == nullptr)
-                firstModules_[i] = m.native();
-            else if (firstModules_[i] != m.native())
+                firstModules_[i] = m;
+            else if (firstModules_[i] != m)
                 s_.violation("module: the cache gave two modules for one image and context");
             break;
         }
@@ -407,6 +412,12 @@ int main(int argc, char** argv)
     const LiveObjects before = liveObjects();
     Shared s(o);
     s.ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+        s.image = ModuleImage::fromPtx(s.ptx, {}, "stress");
+    } catch (const Error& e) {
+        std::fprintf(stderr, "cuctx-stress: %s (--ptx) is not a module image: %s\n", o.ptx.c_str(), e.what());
+        return kExitUsage;
+    }
     s.kernelsRun = Device::get(0).name().rfind("cuctx Fake", 0) != 0;
     for (int i = 0; i < o.contexts; ++i)
         s.contexts.push_back(i == 0 ? Context::primary(Device::get(0)) : Context::create(Device::get(0)));
