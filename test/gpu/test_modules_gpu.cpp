@@ -88,6 +88,10 @@ TEST_CASE("GPU: a PTX kernel from memory and from a file computes the right resu
     checkScale(Module::fromPtx(ctx, cuctx::test::readText(cuctx::test::testPtxPath()), {}, "kernels"));
     checkScale(Module::fromFile(ctx, cuctx::test::testPtxPath()));
     checkScale(Module::cachedFile(ctx, cuctx::test::testPtxPath()));
+    // A ModuleImage's hit: the reference the cache keeps, which counts no owner of the context.
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromFile(cuctx::test::testPtxPath());
+    checkScale(Module::cached(ctx, image));
+    checkScale(Module::cached(ctx, image));
 }
 
 TEST_CASE("GPU: the primary context runs kernels too, and bump counts in a module global", "[gpu][module]")
