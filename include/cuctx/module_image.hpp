@@ -25,6 +25,12 @@ namespace detail {
 struct ModuleImageData;
 }
 
+/// A module image with its JIT options, checked, copied and digested once: the key of
+/// Module::cached(context, image), which finds the image's module by identity.
+///
+/// \par Threading
+/// Thread-safe: immutable once made; copies share one record and may be made and dropped on any
+/// threads at once.
 class CUCTX_API ModuleImage {
 public:
     /// An empty image: Module::cached refuses it.
@@ -36,20 +42,25 @@ public:
     /// Errc::invalid_argument. A PTX image ends at its first NUL (the driver reads a C string).
     static ModuleImage fromBytes(std::span<const std::byte> image, const JitOptions& options = {},
                                  std::string_view label = "image");
+    /// fromBytes over a PTX text.
     static ModuleImage fromPtx(std::string_view ptx, const JitOptions& options = {}, std::string_view label = "ptx");
     /// A file's content, read now, as Module::fromFile reads it: only a regular file (or a link to
     /// one) of at most Module::kMaxImageFileBytes, else an Error of Errc::invalid_argument naming the
     /// file. The file name is the label.
     static ModuleImage fromFile(const std::filesystem::path& path, const JitOptions& options = {});
 
+    /// Whether this holds an image (false for a default-made one).
     explicit operator bool() const noexcept { return data_ != nullptr; }
 
     /// A number no other image of this process has (copies share it); 0 for an empty image.
     std::uint64_t id() const noexcept;
     /// The bytes the driver reads: the image as given, a PTX text up to its first NUL.
     std::span<const std::byte> bytes() const;
+    /// PTX, cubin or fatbin, told from the content.
     ImageKind kind() const;
+    /// The JIT options the image's module is loaded with.
     const JitOptions& options() const;
+    /// What errors and logs call the image.
     const std::string& label() const;
 
 private:
