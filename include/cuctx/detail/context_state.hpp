@@ -39,6 +39,10 @@ struct ContextState {
     static constexpr std::uint8_t kOrphaned = 1;
     static constexpr std::uint8_t kExclusive = 2;
     std::atomic<std::uint8_t> leaveFlags{0};
+    // A failure seen where it could not be thrown (a destructor), recorded in `sticky` for the next
+    // fallible call, which reads this flag: kept off the line that every Context copy writes, so that
+    // calls such as a module-cache hit do not slow down while other threads copy handles.
+    std::atomic<bool> hasSticky{false};
 
     // Written on every copy of a Context, by any thread: on a cache line of its own.
     alignas(64) std::atomic<long> handles{1};
@@ -47,8 +51,7 @@ struct ContextState {
     // Green contexts may be current on one thread at a time: the owner's thread number, 0 if none.
     std::atomic<std::uint64_t> exclusiveOwner{0};
 
-    // A failure seen where it could not be thrown (a destructor): reported by the next fallible call.
-    std::atomic<bool> hasSticky{false};
+    // The recorded failure itself (hasSticky says whether there is one), under its mutex.
     std::mutex stickyMutex;
     std::optional<Error> sticky;
 
