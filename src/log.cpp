@@ -39,7 +39,7 @@ int levelFromEnvironment()
 // may log through cuctx again or take a lock that a thread calling cuctx holds.
 class CallbackSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
 public:
-    explicit CallbackSink(LogSink sink) : sink_(std::move(sink)) {}
+    explicit CallbackSink(LogSink callback) : sink_(std::move(callback)) {}
 
 protected:
     void sink_it_(const spdlog::details::log_msg& msg) override

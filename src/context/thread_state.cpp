@@ -62,7 +62,7 @@ constinit thread_local ThreadTop t_top{};
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
 // path, which reports the fork, instead of trusting the inherited top. The frames move out of the
 // guards' sight but stay linked, so that scopes the parent opened can still unwind in the child.
-void clearTopInChild()
+static void clearTopInChild()
 {
     if (initialisingPid() != 0) {
         ThreadTop& top = t_top;
@@ -125,13 +125,13 @@ ThreadState::~ThreadState()
         f = below;
     }
     t_threadState = nullptr;
-    ThreadTop& top = t_top; // no longer registered: no other thread touches it now
-    top.frame = &g_bottomFrame;
-    top.hidden = &g_bottomFrame;
-    top.forked = false;
+    ThreadTop& mine = t_top; // no longer registered: no other thread touches it now
+    mine.frame = &g_bottomFrame;
+    mine.hidden = &g_bottomFrame;
+    mine.forked = false;
     // Without a registered state, no destroyer would see this thread's slots: empty the table, so
     // that a later guard here (a thread-local's destructor) takes the slow path and registers anew.
-    for (Slot& slot : top.slots) {
+    for (Slot& slot : mine.slots) {
         slot.state.store(nullptr, std::memory_order_release);
         slot.uses.store(0, std::memory_order_relaxed);
     }
@@ -147,8 +147,8 @@ ThreadState::~ThreadState()
 
 CUcontext ThreadState::current() const noexcept
 {
-    const Frame* top = topFrame();
-    return top != nullptr ? top->state->handle : base;
+    const Frame* frame = topFrame();
+    return frame != nullptr ? frame->state->handle : base;
 }
 
 namespace {

@@ -28,7 +28,10 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
 constexpr char kReport = 'r';
 constexpr char kQuit = 'q';
 
-extern "C" void onReportSignal(int)
+// C language linkage, as sigaction wants; static, since an extern "C" name in an anonymous namespace
+// still has external linkage.
+extern "C" {
+static void onReportSignal(int)
 {
     const int savedErrno = errno;
     g_inHandler.fetch_add(1, std::memory_order_seq_cst);
@@ -40,6 +43,7 @@ extern "C" void onReportSignal(int)
     g_inHandler.fetch_sub(1, std::memory_order_seq_cst);
     errno = savedErrno;
 }
+} // extern "C"
 
 void writeAll(int fd, const std::string& text)
 {

@@ -36,10 +36,14 @@ void operator delete(void* p) noexcept
     std::free(p);
 }
 
+// Only where sized deallocation is on (g++ always, clang 14 with -fsized-deallocation): elsewhere
+// nothing declares or calls it.
+#ifdef __cpp_sized_deallocation
 void operator delete(void* p, std::size_t) noexcept
 {
     std::free(p);
 }
+#endif
 
 using cuctx::Context;
 using cuctx::ContextGuard;

@@ -344,9 +344,9 @@ LifetimeCosts measureLifetimes(const Device& device, int rounds)
     const Comparison primary = compareLoops(
         kRetains, 5,
         [&](long n) {
-            CUcontext primary = nullptr;
+            CUcontext handle = nullptr;
             for (long i = 0; i < n; ++i) {
-                checked(d.cuDevicePrimaryCtxRetain(&primary, device.native()), "cuDevicePrimaryCtxRetain");
+                checked(d.cuDevicePrimaryCtxRetain(&handle, device.native()), "cuDevicePrimaryCtxRetain");
                 checked(d.cuDevicePrimaryCtxRelease(device.native()), "cuDevicePrimaryCtxRelease");
             }
         },
