@@ -79,7 +79,7 @@ struct LoggerSlot {
 
 LoggerSlot& slot()
 {
-    static LoggerSlot* s = new LoggerSlot; // never destroyed: threads may log during exit
+    static auto* s = new LoggerSlot; // never destroyed: threads may log during exit
     return *s;
 }
 

@@ -7,6 +7,7 @@
 
 namespace cuctx {
 
+// NOLINTNEXTLINE(modernize-pass-by-value): the public signature stays; a copy is one atomic increment
 ContextBinding::ContextBinding(const Context& context) : context_(context)
 {
     if (ContextStack::adopted() == context_)

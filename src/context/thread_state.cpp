@@ -34,6 +34,9 @@ void freeThreadState(void* state)
 // thread-locals are being destroyed, among them possibly the driver's own per-thread stack.
 constinit thread_local bool t_sentinelMade = false;
 struct ExitSentinel {
+    ExitSentinel() = default;
+    ExitSentinel(const ExitSentinel&) = delete;
+    ExitSentinel& operator=(const ExitSentinel&) = delete;
     ~ExitSentinel() { t_threadExiting = true; }
 };
 

@@ -49,7 +49,7 @@ struct DriverState {
 
 DriverState& state()
 {
-    static DriverState* s = new DriverState; // never destroyed: threads may outlive static destructors
+    static auto* s = new DriverState; // never destroyed: threads may outlive static destructors
     return *s;
 }
 

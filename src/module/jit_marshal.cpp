@@ -10,7 +10,7 @@ namespace {
 
 void* asValue(std::uintptr_t v) noexcept
 {
-    return reinterpret_cast<void*>(v);
+    return reinterpret_cast<void*>(v); // NOLINT(performance-no-int-to-ptr): the driver's JIT options take values so
 }
 
 CUjit_cacheMode driverCacheMode(JitCacheMode mode) noexcept
@@ -75,7 +75,7 @@ std::string JitArrays::log(const std::vector<char>& buffer, int sizeIndex) const
 {
     if (sizeIndex < 0 || buffer.empty())
         return {};
-    std::size_t used = reinterpret_cast<std::uintptr_t>(values_[static_cast<std::size_t>(sizeIndex)]);
+    auto used = reinterpret_cast<std::uintptr_t>(values_[static_cast<std::size_t>(sizeIndex)]);
     if (used > buffer.size())
         used = buffer.size();
     std::size_t length = 0;

@@ -167,8 +167,11 @@ std::vector<std::byte> readImageFile(const std::filesystem::path& path, const ch
         fail(e == ENOENT ? "no such file" : std::string("cannot open it (") + std::strerror(e) + ")", kCheckPath);
     }
     struct Closer {
-        int fd;
+        explicit Closer(int f) : fd(f) {}
+        Closer(const Closer&) = delete;
+        Closer& operator=(const Closer&) = delete;
         ~Closer() { ::close(fd); }
+        int fd;
     } closer{fd};
     struct stat st {};
     if (::fstat(fd, &st) != 0)

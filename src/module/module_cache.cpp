@@ -21,6 +21,7 @@ struct ModuleCacheTable {
     struct Key {
         ImageDigest digest;
         std::string options;
+        // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 sees the 0 that <=> compares with
         auto operator<=>(const Key&) const = default;
     };
 

@@ -34,6 +34,7 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
     for (const auto& [name, value] : extraEnvironment)
         envStrings.push_back(name + "=" + value);
     std::vector<char*> env;
+    env.reserve(envStrings.size() + 1);
     for (std::string& e : envStrings)
         env.push_back(e.data());
     env.push_back(nullptr);

@@ -15,7 +15,7 @@ std::string gibText(std::size_t bytes)
 std::string bytesText(std::size_t bytes)
 {
     static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes);
+    auto value = static_cast<double>(bytes);
     std::size_t unit = 0;
     while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
         value /= 1024.0;

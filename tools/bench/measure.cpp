@@ -197,6 +197,7 @@ SharedCosts measureShared(const Context& shared, int threads, long tasks, bool o
         [] { ContextStack::release(); });
     if (ownContextsToo) {
         std::vector<Context> own;
+        own.reserve(static_cast<std::size_t>(threads));
         for (int t = 0; t < threads; ++t)
             own.push_back(Context::create(shared.device()));
         std::atomic<int> next{0};
