@@ -82,7 +82,7 @@ int main(int argc, char** argv)
     std::vector<Row> rows;
 
     const LaunchCosts l = measureLaunch(ctx, empty, o.launches, o.batch);
-    const double launches = static_cast<double>(l.launches);
+    const auto launches = static_cast<double>(l.launches);
     rows.push_back({"empty-kernel launch (enqueue)", ns(l.raw), ns(l.cuctx), l.cuctx / l.raw, "<= 1.02x raw",
                     l.cuctx / l.raw <= 1.02});
 

@@ -111,7 +111,7 @@ int main(int argc, char** argv)
         }
     }
     // Every item went through every stage: 1.0 doubled once per stage.
-    const float expected = static_cast<float>(1u << o.stages);
+    const auto expected = static_cast<float>(1u << o.stages);
     std::size_t wrong = 0;
     for (std::size_t item = 0; item < o.items; ++item)
         for (const float v : s.computed.back()[item].download<float>())
