@@ -7,7 +7,7 @@
 
 #include "context/context_state.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 namespace cuctx::detail {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/context.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context_guard.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <unistd.h>
 

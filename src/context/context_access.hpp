@@ -3,9 +3,9 @@
 
 // How cuctx's own code reaches the state behind a Context handle.
 
+#include "check/check.hpp"
 #include "context/context_state.hpp"
 #include "cuctx/context.hpp"
-#include "driver/check.hpp"
 
 #include <utility>
 

@@ -3,7 +3,7 @@
 
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 namespace cuctx {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/context_guard.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
 #include "context/stack_ops.hpp"
 #include "context/thread_state.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <unistd.h>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/context_stack.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
 #include "context/stack_ops.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 
 namespace cuctx {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "context/context_state.hpp"
 
+#include "check/check.hpp"
 #include "context/deferred_cleanup.hpp"
 #include "context/fence.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/process_report.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 #include "module/module_cache.hpp"
 
 #include <unistd.h>

@@ -1,7 +1,7 @@
 #include "context/deferred_cleanup.hpp"
 
 #include "context/context_access.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <cstdlib>
 #include <deque>

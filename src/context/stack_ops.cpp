@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "context/stack_ops.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <cstdio>
 

@@ -3,10 +3,10 @@
 
 #include "context/context_access.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/driver.hpp"
 
+#include "check/check.hpp"
 #include "context/fence.hpp"
 #include "cuctx/detail/thread_top.hpp"
 #include "cuctx/error.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
 #include "driver/loader.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <cstdlib>
 #include <mutex>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "driver/loader.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "driver/fork_state.hpp"
 
 #include <dlfcn.h>

@@ -3,8 +3,8 @@
 
 #include "cuctx/context_guard.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
 #include "module/module_state.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "module/jit_marshal.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 
 #include <cstdint>
 

@@ -3,11 +3,11 @@
 
 #include "cuctx/context_guard.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 #include "module/jit_marshal.hpp"
 #include "module/module_state.hpp"
 

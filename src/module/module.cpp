@@ -3,16 +3,16 @@
 
 #include "cuctx/context_guard.hpp"
 
+#include "check/check.hpp"
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "live_counters.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 #include "module/jit_marshal.hpp"
 #include "module/module_cache.hpp"
 #include "module/module_state.hpp"
+#include "objects/live_counters.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/module_image.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "module/jit_marshal.hpp"
 #include "module/module_cache.hpp"
 #include "module/module_image_data.hpp"

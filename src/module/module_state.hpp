@@ -7,9 +7,9 @@
 #include "cuctx/image_kind.hpp"
 #include "cuctx/module.hpp"
 
+#include "check/check.hpp"
 #include "context/context_access.hpp"
 #include "context/context_state.hpp"
-#include "driver/check.hpp"
 
 #include <cuda.h>
 

@@ -3,7 +3,7 @@
 
 #include "cuctx/device.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "process/environment.hpp"
 
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/worker_process.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/report_on_signal.hpp"
 
+#include "check/check.hpp"
 #include "cuctx/error.hpp"
-#include "driver/check.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

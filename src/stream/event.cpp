@@ -4,12 +4,12 @@
 #include "cuctx/context_guard.hpp"
 #include "cuctx/stream.hpp"
 
+#include "check/check.hpp"
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "live_counters.hpp"
+#include "objects/live_counters.hpp"
 
 #include <cstring>
 

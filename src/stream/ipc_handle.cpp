@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/ipc_handle.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 
 #include <charconv>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/pipeline.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 
 namespace cuctx {
 

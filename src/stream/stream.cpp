@@ -4,13 +4,13 @@
 #include "cuctx/context_guard.hpp"
 #include "cuctx/event.hpp"
 
+#include "check/check.hpp"
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
-#include "driver/check.hpp"
 #include "driver/driver_state.hpp"
-#include "live_counters.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
+#include "objects/live_counters.hpp"
 
 #include <deque>
 #include <mutex>

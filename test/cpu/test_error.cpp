@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include "check/check.hpp"
+#include "check/error_names.hpp"
 #include "cuctx/error.hpp"
-#include "driver/check.hpp"
-#include "driver/error_names.hpp"
 
 #include <fstream>
 #include <regex>

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_env.hpp"
-#include "log_level.hpp"
+#include "log/log_level.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"

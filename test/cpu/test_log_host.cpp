@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include "cuctx/log.hpp"
 

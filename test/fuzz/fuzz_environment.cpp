@@ -2,7 +2,7 @@
 // variables, CUCTX_LOG_LEVEL). Never crash; results agree with the rules. (bindRank itself needs
 // cuctx::Error, which clang 14 cannot compile: its unit tests cover it.)
 
-#include "log_level.hpp"
+#include "log/log_level.hpp"
 #include "process/environment.hpp"
 
 #include <cstddef>

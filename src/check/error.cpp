@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/error.hpp"
 
-#include "driver/error_names.hpp"
+#include "check/error_names.hpp"
 
 #include <pthread.h>
 #include <unistd.h>

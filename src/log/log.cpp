@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "log.hpp"
+#include "log/log.hpp"
 #include "driver/driver_state.hpp"
 
 #include <spdlog/details/null_mutex.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "driver/check.hpp"
+#include "check/check.hpp"
 
 #include "driver/fork_state.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Generated once from the CUDA 13.0 cuda.h enumerators (names, values, first sentence of each doc
 // comment); test/cpu/test_error_table.cpp checks it against the installed cuda.h.
-#include "driver/error_names.hpp"
+#include "check/error_names.hpp"
 
 #include <algorithm>
 #include <array>

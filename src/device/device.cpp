@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/device.hpp"
 
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "driver/driver_state.hpp"
-#include "log.hpp"
+#include "log/log.hpp"
 
 #include <cstdio>
 #include <cstdlib>

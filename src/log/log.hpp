@@ -4,7 +4,7 @@
 // cuctx's one named logger ("cuctx"). A disabled level costs one relaxed atomic load.
 
 #include "cuctx/log.hpp"
-#include "log_level.hpp"
+#include "log/log_level.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "log_level.hpp"
+#include "log/log_level.hpp"
 
 #include <cctype>
 #include <cstddef>

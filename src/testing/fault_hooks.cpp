@@ -5,8 +5,7 @@
 
 #include "cuctx/testing.hpp"
 
-#include "context/stack_ops.hpp"
-#include "driver/check.hpp"
+#include "check/check.hpp"
 #include "driver/driver_state.hpp"
 
 #include <atomic>
