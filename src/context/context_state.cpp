@@ -5,10 +5,8 @@
 #include "context/deferred_cleanup.hpp"
 #include "context/fence.hpp"
 #include "context/thread_state.hpp"
-#include "cuctx/process_report.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
-#include "module/module_cache.hpp"
 
 #include <unistd.h>
 
@@ -25,6 +23,8 @@ std::vector<ContextState*>& liveStatesLocked()
     static auto* states = new std::vector<ContextState*>;
     return *states;
 }
+
+std::atomic<ContextDestroyHook> g_destroyHook{nullptr};
 
 // Destroys the driver object behind a state nobody uses any more. Never throws: a failure is logged
 // (there is no caller left to tell).
@@ -125,12 +125,23 @@ void tryDestroy(ContextState* state) noexcept
         logDebug("last handle of {} dropped while in use: destruction deferred to the end of that use", deferred);
         return;
     }
-    destroyModuleCache(*state); // unloads its modules while the context still exists
+    if (ContextDestroyHook hook = g_destroyHook.load(std::memory_order_acquire))
+        hook(*state); // the module cache unloads its modules while the context still exists
     destroyDriverObject(*state);
     delete state;
 }
 
 } // namespace
+
+const std::vector<ContextState*>& liveContextsLocked()
+{
+    return liveStatesLocked();
+}
+
+void setContextDestroyHook(ContextDestroyHook hook) noexcept
+{
+    g_destroyHook.store(hook, std::memory_order_release);
+}
 
 long liveContexts() noexcept
 {
@@ -265,47 +276,6 @@ std::vector<long> threadsUsing(const ContextState& state)
             tids.push_back(ts.tid);
     });
     return tids;
-}
-
-bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly)
-{
-    static const char* const kinds[] = {"created", "primary", "green", "borrowed"};
-    std::unique_lock lock(registryMutex(), std::defer_lock);
-    if (!tryOnly)
-        lock.lock();
-    else if (!lock.try_lock())
-        return false;
-    const std::vector<ContextState*>& live = liveStatesLocked();
-    const std::size_t first = contexts.size();
-    for (const ContextState* state : live) {
-        ContextSnapshot c;
-        c.id = state->id;
-        c.device = state->ordinal;
-        c.kind = kinds[static_cast<int>(state->kind)];
-        c.description = describeContext(*state);
-        c.handles = state->handles.load(std::memory_order_relaxed);
-        c.destructionDeferred = state->orphaned();
-        contexts.push_back(std::move(c));
-    }
-    for (ThreadState* ts : registeredThreads()) {
-        ThreadSnapshot t;
-        t.tid = ts->tid;
-        ts->forEachSlot([&](const Slot& slot) {
-            // A slot's state is cleared (under this mutex) before its context is freed.
-            const ContextState* state = slot.state.load(std::memory_order_acquire);
-            const std::uint32_t uses = slot.uses.load(std::memory_order_acquire);
-            if (state == nullptr || uses == 0)
-                return;
-            t.uses.push_back({state->id, describeContext(*state), uses});
-            t.depth += uses;
-            const auto at = std::find(live.begin(), live.end(), state);
-            if (at != live.end())
-                contexts[first + static_cast<std::size_t>(at - live.begin())].threads.push_back(ts->tid);
-        });
-        if (!t.uses.empty())
-            threads.push_back(std::move(t));
-    }
-    return true;
 }
 
 ContextState* acquirePrimaryLocked(int ordinal) noexcept

@@ -28,11 +28,6 @@
 #include <string>
 #include <vector>
 
-namespace cuctx {
-struct ContextSnapshot;
-struct ThreadSnapshot;
-} // namespace cuctx
-
 namespace cuctx::detail {
 
 /// The registry of contexts cuctx has made (created, retained or green) and not yet destroyed or
@@ -65,11 +60,15 @@ void lastUseEnded(ContextState* state) noexcept;
 /// The threads (kernel ids) that have `state` entered right now.
 std::vector<long> threadsUsing(const ContextState& state);
 
-/// Every live context and every thread that has one entered, read under the registry mutex (so
-/// that no context is freed meanwhile) for cuctx::processReport. Thread names are left empty. With
-/// `tryOnly` (a forked child, where a thread of the parent may have held the mutex at the fork) it
-/// gives up rather than wait, and returns false.
-bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<ThreadSnapshot>& threads, bool tryOnly);
+/// Every live context, in the order they were registered. Under registryMutex().
+const std::vector<ContextState*>& liveContextsLocked();
+
+/// What a layer above keeps per context (the module cache) goes through this hook: called once per
+/// context, just before its driver object is destroyed, on the thread that destroys it, with no lock
+/// of cuctx held. The module layer sets it when it first gives a context a cache; none is called
+/// before. Thread-safe.
+using ContextDestroyHook = void (*)(ContextState& state) noexcept;
+void setContextDestroyHook(ContextDestroyHook hook) noexcept;
 
 /// The live state of `handle` with one more Context handle, or nullptr: none, or its last handle is
 /// gone (it waits for a use to end before it is destroyed). The second under registryMutex().

@@ -87,6 +87,8 @@ ModuleCacheTable& tableOf(ContextState& context)
     ModuleCacheTable* table = context.moduleCache.load(std::memory_order_acquire);
     if (table != nullptr)
         return *table;
+    // The context's destruction must unload what its cache holds: it calls back here.
+    setContextDestroyHook(&destroyModuleCache);
     auto fresh = std::make_unique<ModuleCacheTable>();
     if (context.moduleCache.compare_exchange_strong(table, fresh.get(), std::memory_order_acq_rel))
         return *fresh.release();

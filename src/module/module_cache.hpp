@@ -39,7 +39,8 @@ const Module& cachedModule(const Context& context, const ModuleImage& image);
 std::size_t moduleCacheSize(ContextState& context) noexcept;
 void clearModuleCache(ContextState& context) noexcept;
 
-/// From the context's destruction, before the driver object goes: unloads what the cache held.
+/// The context's destroy hook (setContextDestroyHook), before the driver object goes: unloads what
+/// the cache held.
 void destroyModuleCache(ContextState& context) noexcept;
 
 } // namespace cuctx::detail

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/process_report.hpp"
 
-#include "context/context_state.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/version.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
 #include "report/json_writer.hpp"
+#include "report/registry_snapshot.hpp"
 #include "report/report_format.hpp"
 #include "report/report_json.hpp"
 
