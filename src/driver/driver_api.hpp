@@ -6,7 +6,7 @@
 // the typedef it is called through (cudaTypedefs.h's PFN_<name>_v<version>): asking for a symbol
 // at another version silently returns another ABI (driver-facts.md).
 
-#include "driver/cuda_version.hpp"
+#include "format/cuda_version.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>

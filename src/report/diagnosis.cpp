@@ -7,8 +7,8 @@
 #include "cuctx/module.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
+#include "format/report_format.hpp"
 #include "process/environment.hpp"
-#include "report/report_format.hpp"
 
 #include <unistd.h>
 

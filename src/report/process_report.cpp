@@ -5,10 +5,10 @@
 #include "cuctx/version.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
+#include "format/report_format.hpp"
+#include "format/report_json.hpp"
 #include "report/registry_snapshot.hpp"
-#include "report/report_format.hpp"
-#include "report/report_json.hpp"
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
 
 #include <clocale>
 #include <string>

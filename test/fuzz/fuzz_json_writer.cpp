@@ -1,7 +1,7 @@
 // libFuzzer: the JSON writer. Any bytes as strings and keys, any doubles: the document must be
 // valid UTF-8 (checked here byte by byte) and balanced.
 
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
 
 #include <cstddef>
 #include <cstdint>

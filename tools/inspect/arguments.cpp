@@ -1,7 +1,7 @@
 #include "arguments.hpp"
 
 #include "common/cli_numbers.hpp"
-#include "report/report_format.hpp"
+#include "format/report_format.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -3,10 +3,10 @@
 // machine, raw driver against cuctx in the same run (docs/schema/inspect-bench.schema.json).
 
 #include "command_line.hpp"
-#include "driver/cuda_version.hpp"
+#include "format/cuda_version.hpp"
+#include "format/report_format.hpp"
+#include "format/report_json.hpp"
 #include "measure.hpp"
-#include "report/report_format.hpp"
-#include "report/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "command_line.hpp"
 
-#include "report/report_json.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/version.hpp"
 

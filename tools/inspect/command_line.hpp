@@ -6,7 +6,7 @@
 
 #include "arguments.hpp"
 #include "exit_codes.hpp"
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
 
 #include "cuctx/driver.hpp"
 

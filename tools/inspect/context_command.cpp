@@ -4,8 +4,8 @@
 
 #include "bench_common.hpp"
 #include "command_line.hpp"
-#include "report/report_format.hpp"
-#include "report/report_json.hpp"
+#include "format/report_format.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 

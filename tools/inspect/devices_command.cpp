@@ -2,9 +2,9 @@
 // cuctx-inspect devices: the driver and every device (docs/schema/inspect-devices.schema.json).
 
 #include "command_line.hpp"
-#include "driver/cuda_version.hpp"
-#include "report/report_format.hpp"
-#include "report/report_json.hpp"
+#include "format/cuda_version.hpp"
+#include "format/report_format.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 

@@ -3,8 +3,8 @@
 // (docs/schema/inspect-doctor.schema.json). The exit status says whether anything is wrong.
 
 #include "command_line.hpp"
-#include "report/report_format.hpp"
-#include "report/report_json.hpp"
+#include "format/report_format.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 

@@ -3,7 +3,7 @@
 // (docs/schema/inspect-module.schema.json).
 
 #include "command_line.hpp"
-#include "report/report_json.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/cuctx.hpp"
 

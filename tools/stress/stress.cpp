@@ -20,8 +20,8 @@
 // usage: see stress_options.cpp (--help) and docs/stress.md.
 
 #include "cuctx/cuctx.hpp"
+#include "format/json_writer.hpp"
 #include "raw_driver.hpp"
-#include "report/json_writer.hpp"
 #include "stress_options.hpp"
 
 #include <unistd.h>

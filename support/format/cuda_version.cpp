@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "driver/cuda_version.hpp"
+#include "format/cuda_version.hpp"
 
 namespace cuctx::detail {
 

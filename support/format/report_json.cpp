@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "report/report_json.hpp"
+#include "format/report_json.hpp"
 
 #include "cuctx/device.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/module.hpp"
-#include "driver/cuda_version.hpp"
-#include "report/report_format.hpp"
+#include "format/cuda_version.hpp"
+#include "format/report_format.hpp"
 
 #include <optional>
 #include <string>

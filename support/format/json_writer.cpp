@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
 
 #include <charconv>
 #include <cmath>

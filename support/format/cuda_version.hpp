@@ -2,7 +2,7 @@
 #pragma once
 
 // CUDA version numbers as text. In the static library that libcuctx and the tools share
-// (cuctx-report-format), so that the tools need nothing from libcuctx beyond its public API.
+// (cuctx-support, support/meson.build), so that the tools need nothing from libcuctx beyond its public API.
 
 #include <string>
 

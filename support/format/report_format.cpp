@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "report/report_format.hpp"
+#include "format/report_format.hpp"
 
 #include <cstdio>
 

@@ -3,8 +3,8 @@
 
 // A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():
 // objects, arrays, strings (escaped, always valid UTF-8), numbers (doubles with 3 decimals, '.' in any
-// locale), booleans and null, pretty-printed with two-space indentation. Internal (cuctx::detail); the tools reach it
-// through the library.
+// locale), booleans and null, pretty-printed with two-space indentation. Not public API
+// (cuctx::detail): in the static library that libcuctx and the tools share (support/meson.build).
 
 #include <cstdint>
 #include <optional>

@@ -8,7 +8,7 @@
 #include "cuctx/driver.hpp"
 #include "cuctx/peer_access.hpp"
 #include "cuctx/process_report.hpp"
-#include "report/json_writer.hpp"
+#include "format/json_writer.hpp"
 
 #include <vector>
 
