@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // cuctx's own table of CUresult names and descriptions: the stub driver answers cuGetErrorName
 // with CUDA_ERROR_STUB_LIBRARY and no string, and an error message must not depend on the driver.

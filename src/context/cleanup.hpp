@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // Driver calls made from destructors, which must run with a given context current and must not
 // throw: a failure is logged (there is nobody to tell), and the calling thread's stack is left as

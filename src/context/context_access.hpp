@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // How cuctx's own code reaches the state behind a Context handle.
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The shared state behind every cuctx::Context handle, and the registry of threads that use
 // contexts. The lifetime rule (docs/contexts.md):

@@ -1,4 +1,7 @@
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // Cleanup that cannot run where the last handle went. Inside a stream host callback the driver
 // refuses every context call (CUDA_ERROR_NOT_PERMITTED, driver-facts.md), so a module, stream,

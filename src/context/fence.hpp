@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // An asymmetric fence: the rare side (orphaning a context) pays for a full barrier on every thread of
 // the process (membarrier(2) PRIVATE_EXPEDITED, or on x86 an mprotect TLB shootdown where containers

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The push and pop that guards, ContextStack and adoptions share: each keeps cuctx's frames and the
 // driver's stack in step, counts the use on the thread's slot, and checks what the driver pops.

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // What cuctx knows about the calling thread: its frames (cuctx/detail/thread_top.hpp) above a `base`
 // it found current, and one Slot per context the thread has entered, counting its uses (in t_top's

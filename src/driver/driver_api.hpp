@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The driver's function table: the only place that names driver entry points. Each entry is
 // requested through cuGetProcAddress_v2 at the version pinned here, which must be the version of

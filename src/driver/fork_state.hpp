@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // Fork detection: a child forked after its parent initialised CUDA gets CUDA_ERROR_NOT_INITIALIZED
 // from every call, cuInit included (driver-facts.md). cuctx notices before calling the driver.

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // Opening one driver library and resolving its table. Stateless: the process-wide driver in
 // driver.cpp calls it once, and tests call it directly for each failure mode.

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // cuctx's one named logger ("cuctx"). A disabled level costs one relaxed atomic load.
 

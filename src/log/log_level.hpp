@@ -1,4 +1,7 @@
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // Reading CUCTX_LOG_LEVEL, apart from the logger (no spdlog here), for tests and fuzzers.
 

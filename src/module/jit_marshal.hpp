@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // JitOptions as the driver takes them: parallel arrays of CUjit_option and void* values, with the
 // info and error log buffers they point into. Built fresh for every load: the driver writes back

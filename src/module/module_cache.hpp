@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The per-context module cache: modules keyed by image bytes (found by digest) and JIT-option fingerprint, shared
 // by every thread that uses the context, and indexed by ModuleImage id for hits that read no bytes.

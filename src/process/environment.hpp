@@ -1,4 +1,7 @@
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The environment variables cuctx reads the way the driver (or a launcher) reads them: small pure
 // functions, so that bindRank, diagnose() and the fuzzers (test/fuzz/) agree on every input.

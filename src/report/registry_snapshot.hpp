@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // The context registry as cuctx::processReport shows it: report structs built from the context
 // layer's state, so that the context layer knows nothing of reports.
