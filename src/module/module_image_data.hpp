@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#ifndef CUCTX_PRIVATE
+#error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
+#endif
 
 // What stands behind a ModuleImage: everything the module cache needs to find the image's module,
 // computed once when the image is made and never changed after (so read by any thread unlocked).
