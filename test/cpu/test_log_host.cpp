@@ -19,6 +19,9 @@ namespace {
 // Restores cuctx's own stderr logger and level when a test ends.
 struct RestoreLogging {
     cuctx::LogLevel level = cuctx::logLevel();
+    RestoreLogging() = default;
+    RestoreLogging(const RestoreLogging&) = delete;
+    RestoreLogging& operator=(const RestoreLogging&) = delete;
     ~RestoreLogging()
     {
         spdlog::drop("cuctx");

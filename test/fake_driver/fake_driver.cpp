@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 using namespace fake;
@@ -62,7 +64,7 @@ struct State {
 
 State& state()
 {
-    static State* s = new State; // never destroyed: stale handles stay readable
+    static auto* s = new State; // never destroyed: stale handles stay readable
     return *s;
 }
 
@@ -81,6 +83,9 @@ constinit thread_local ThreadStack* t_stack = nullptr;
 constinit thread_local bool t_stackOwnerMade = false;
 
 struct StackOwner {
+    StackOwner() = default;
+    StackOwner(const StackOwner&) = delete;
+    StackOwner& operator=(const StackOwner&) = delete;
     ~StackOwner()
     {
         delete t_stack;
@@ -132,10 +137,16 @@ FakeContext* fake::top()
 
 namespace {
 
+// An integer from the environment; unset, empty or not a number: the fallback.
 int envInt(const char* name, int fallback)
 {
     const char* v = std::getenv(name);
-    return (v != nullptr && v[0] != '\0') ? std::atoi(v) : fallback;
+    if (v == nullptr)
+        return fallback;
+    int value = 0;
+    const std::string_view text(v);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return (ec == std::errc{} && end == text.data() + text.size()) ? value : fallback;
 }
 
 } // namespace
@@ -175,7 +186,12 @@ namespace {
 
 FakeContext* newContext(State& s, int device, unsigned flags, bool primary)
 {
-    s.allContexts.push_back(std::unique_ptr<FakeContext>(new FakeContext{s.nextId++, device, flags, primary}));
+    auto context = std::make_unique<FakeContext>(); // not an aggregate init: clang 14 lacks P0960
+    context->id = s.nextId++;
+    context->device = device;
+    context->flags = flags;
+    context->primary = primary;
+    s.allContexts.push_back(std::move(context));
     return s.allContexts.back().get();
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -59,12 +60,21 @@ Modules& modules()
     return *m;
 }
 
+// The number that starts `text` at `from` (`u64` in `.u64`, `16` in `name[16]`); 0 where none does.
+std::size_t leadingNumber(const std::string& text, std::size_t from)
+{
+    std::size_t value = 0;
+    if (from >= text.size() || std::from_chars(text.data() + from, text.data() + text.size(), value).ec != std::errc{})
+        return 0;
+    return value;
+}
+
 std::size_t ptxTypeBytes(const std::string& type)
 {
     if (type.size() < 3)
         return 0;
-    const int bits = std::atoi(type.c_str() + 2);
-    return bits >= 8 ? static_cast<std::size_t>(bits / 8) : 0;
+    const std::size_t bits = leadingNumber(type, 2);
+    return bits >= 8 ? bits / 8 : 0;
 }
 
 // `.param .u64 name` or `.param .align 8 .b8 name[16]`: the parameter's size.
@@ -82,7 +92,7 @@ std::size_t paramBytes(const std::string& declaration)
             continue;
         }
         if (const auto open = word.find('['); open != std::string::npos)
-            bytes *= static_cast<std::size_t>(std::atoi(word.c_str() + open + 1));
+            bytes *= leadingNumber(word, open + 1);
         break;
     }
     return bytes;
@@ -146,7 +156,7 @@ void parsePtx(const std::string& text, FakeModule& module)
             }
             std::string name = word.substr(0, word.find_first_of("[;= "));
             if (const auto open = word.find('['); open != std::string::npos)
-                bytes *= static_cast<std::size_t>(std::atoi(word.c_str() + open + 1));
+                bytes *= leadingNumber(word, open + 1);
             module.globals[name] = bytes;
             break;
         }
@@ -197,9 +207,9 @@ CUresult loadImage(CUmodule* out, const void* image, unsigned count, CUjit_optio
     auto module = std::make_unique<FakeModule>();
     module->context = c;
     const auto* bytes = static_cast<const unsigned char*>(image);
-    if (bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F') {
-        writeLog(infoBuffer, infoSlot, "");
-    } else if (std::memcmp(bytes, "\x50\xed\x55\xba", 4) == 0) {
+    const bool cubin = bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
+    const bool fatbin = std::memcmp(bytes, "\x50\xed\x55\xba", 4) == 0;
+    if (cubin || fatbin) {
         writeLog(infoBuffer, infoSlot, "");
     } else {
         const std::string text(static_cast<const char*>(image));
@@ -340,8 +350,8 @@ CUresult CUDAAPI fakeFuncGetAttribute(int* value, CUfunction_attribute attribute
         return CUDA_ERROR_INVALID_HANDLE;
     switch (attribute) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = 0; break;
-    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *value = 0; break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 16; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 80; break;

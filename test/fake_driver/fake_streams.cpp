@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -402,7 +403,8 @@ CUresult CUDAAPI fakeIpcGetEventHandle(CUipcEventHandle* h, CUevent e)
     if (ev == nullptr || (ev->flags & CU_EVENT_INTERPROCESS) == 0)
         return CUDA_ERROR_INVALID_VALUE;
     std::memset(h->reserved, 0, sizeof h->reserved);
-    std::memcpy(h->reserved, &ev, sizeof ev);
+    const auto address = reinterpret_cast<std::uintptr_t>(ev);
+    std::memcpy(h->reserved, &address, sizeof address);
     return CUDA_SUCCESS;
 }
 

@@ -177,6 +177,7 @@ TEST_CASE("cuBLAS handles bound to a created context run from a thread pool thro
     constexpr int n = 4096;
     std::vector<std::string> failures(kWorkers);
     std::vector<std::thread> pool;
+    pool.reserve(kWorkers);
     for (int w = 0; w < kWorkers; ++w)
         pool.emplace_back([&, w] {
             std::string& failure = failures[static_cast<std::size_t>(w)];
@@ -190,15 +191,18 @@ TEST_CASE("cuBLAS handles bound to a created context run from a thread pool thro
             }
             cuctx::DeviceBuffer x(shared, n * sizeof(float));
             cuctx::DeviceBuffer y(shared, n * sizeof(float));
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): cuBLAS takes the device address as a pointer
+            const auto* dx = reinterpret_cast<const float*>(x.address());
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): as above
+            auto* dy = reinterpret_cast<float*>(y.address());
             for (int task = 0; task < kTasks && failure.empty(); ++task) {
-                const float alpha = static_cast<float>(w * 100 + task);
+                const auto alpha = static_cast<float>(w * 100 + task);
                 const std::vector<float> hx = iota(n, 0.0f);
                 const std::vector<float> hy(n, 1.0f);
                 cuctx::ContextGuard guard(shared);
                 x.upload(std::span<const float>(hx));
                 y.upload(std::span<const float>(hy));
-                if (cublasSaxpy(handle, n, &alpha, reinterpret_cast<const float*>(x.address()), 1,
-                                reinterpret_cast<float*>(y.address()), 1) != CUBLAS_STATUS_SUCCESS) {
+                if (cublasSaxpy(handle, n, &alpha, dx, 1, dy, 1) != CUBLAS_STATUS_SUCCESS) {
                     failure = "cublasSaxpy";
                     break;
                 }

@@ -293,6 +293,7 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
     // and one pop per guard, no cuCtxGetCurrent, no search.
     cuctx::test::drainRawStack();
     std::vector<Context> made;
+    made.reserve(8);
     for (int i = 0; i < 8; ++i)
         made.push_back(Context::create(Device::get(0)));
     const Context primary = Context::primary(Device::get(0));
@@ -303,6 +304,7 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
             beside.push_back(&c);
     const auto cycle = [](std::vector<const Context*> contexts) {
         std::vector<const Context*> s;
+        s.reserve(64);
         for (int i = 0; i < 64; ++i)
             s.push_back(contexts[static_cast<std::size_t>(i) % contexts.size()]);
         return s;
@@ -347,7 +349,7 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
         CHECK(ContextStack::depth() == 3);
     }
     if (cuctx::test::kFakeDriver)
-        CHECK(cuctx::test::driverCalls() - calls == 20 * 6);
+        CHECK(cuctx::test::driverCalls() - calls == 20L * 6);
     CHECK(rawCurrent() == nullptr);
 }
 
@@ -360,11 +362,13 @@ TEST_CASE("more contexts entered at once than a thread's slot table holds are al
     const long before = live();
     constexpr long n = static_cast<long>(cuctx::detail::kSlotTableSize) + 2;
     std::vector<Context> made;
+    made.reserve(static_cast<std::size_t>(n));
     for (long i = 0; i < n; ++i)
         made.push_back(Context::create(Device::get(0)));
     const std::vector<long> self{static_cast<long>(gettid())};
     {
         std::vector<std::unique_ptr<ContextGuard>> nest;
+        nest.reserve(made.size());
         for (const Context& c : made)
             nest.push_back(std::make_unique<ContextGuard>(c));
         CHECK(ContextStack::depth() == static_cast<std::size_t>(n));
@@ -526,6 +530,7 @@ TEST_CASE("threads that drop their handles inside guards race the destruction: i
         Context shared = Context::create(Device::get(0));
         std::vector<std::thread> threads;
         Event go;
+        threads.reserve(kThreads);
         for (int t = 0; t < kThreads; ++t) {
             threads.emplace_back([&, t, mine = shared]() mutable {
                 go.wait();
@@ -563,6 +568,7 @@ TEST_CASE("the destruction race holds with each asymmetric fence this machine of
         Context shared = Context::create(Device::get(0));
         std::vector<std::thread> threads;
         std::atomic<int> failures{0};
+        threads.reserve(4);
         for (int t = 0; t < 4; ++t)
             threads.emplace_back([&failures, mine = shared]() mutable {
                 for (int i = 0; i < 200; ++i) {

@@ -74,7 +74,7 @@ TEST_CASE("driver: a duplicate push needs two pops; SetCurrent replaces the top;
 
 TEST_CASE("driver: a new thread starts with an empty stack; work there fails with 201", "[conformance][stack]")
 {
-    CUcontext current = reinterpret_cast<CUcontext>(0x1);
+    auto current = reinterpret_cast<CUcontext>(0x1);
     CUresult sync = CUDA_SUCCESS;
     std::thread([&] {
         (void)raw().cuCtxGetCurrent(&current);

@@ -257,6 +257,8 @@ struct CapturedWarnings {
             lines.emplace_back(message);
         });
     }
+    CapturedWarnings(const CapturedWarnings&) = delete;
+    CapturedWarnings& operator=(const CapturedWarnings&) = delete;
     ~CapturedWarnings() { cuctx::setLogSink({}); }
     std::vector<std::string> take()
     {
@@ -478,6 +480,7 @@ TEST_CASE("the fence mode may change while threads leave contexts and drop handl
     const long before = cuctx::detail::liveContexts();
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;
+    threads.reserve(2);
     for (int t = 0; t < 2; ++t)
         threads.emplace_back([&] {
             while (!stop.load()) {

@@ -349,6 +349,7 @@ TEST_CASE("the module cache loads an image once per context and options", "[cach
     const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
     const long before = Module::loadedCount();
     Module first = Module::cached(ctx, bytes, {}, "kernels");
+    // NOLINTNEXTLINE(performance-unnecessary-copy-initialization): another buffer is the point
     const std::string copy = ptx; // another buffer, the same content
     Module second = Module::cached(ctx, std::as_bytes(std::span(copy.data(), copy.size())));
     CHECK(first.native() == second.native());
@@ -398,6 +399,7 @@ TEST_CASE("16 threads racing to load one image load it once", "[cache]")
     std::barrier start(kThreads);
     std::vector<CUmodule> seen(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {
             start.arrive_and_wait();
@@ -501,6 +503,7 @@ TEST_CASE("a ModuleImage's hits return the same module, by reference, with no dr
     REQUIRE(first.native() != nullptr);
     CHECK(first.label() == "kernels");
     CHECK(first.context() == ctx);
+    // NOLINTNEXTLINE(performance-unnecessary-copy-initialization): the copy is what is tested
     const cuctx::ModuleImage copy = image; // copies share the identity
     CHECK(copy.id() == image.id());
     for (int i = 0; i < 3; ++i) {
@@ -698,6 +701,7 @@ TEST_CASE("ModuleImage hits race with first loads, clearCache and context destru
         std::vector<Context> contexts = {Context::create(Device::get(0)), Context::create(Device::get(0))};
         std::barrier start(kThreads + 1);
         std::vector<std::thread> threads;
+        threads.reserve(kThreads);
         for (int t = 0; t < kThreads; ++t)
             threads.emplace_back([&, t, ctx = contexts[static_cast<std::size_t>(t % 2)]]() mutable {
                 start.arrive_and_wait();

@@ -90,7 +90,7 @@ TEST_CASE("a stream has its flags and priority, and leaves the caller's stack al
         }
         Stream moved = std::move(high);
         CHECK(moved.native() != nullptr);
-        CHECK_FALSE(high);
+        CHECK_FALSE(high); // NOLINT(bugprone-use-after-move): the empty state is the contract
         CHECK_THROWS_AS(high.synchronize(), cuctx::Error);
     }
     checkNothingLeft(before);
@@ -200,6 +200,7 @@ TEST_CASE("device buffers copy both ways, check their ranges, and copy between c
 TEST_CASE("SPMD: one worker per context, each with its context current, results in order", "[spmd]")
 {
     std::vector<Context> contexts;
+    contexts.reserve(4);
     for (int i = 0; i < 4; ++i)
         contexts.push_back(Context::create(Device::get(0)));
     const std::vector<std::size_t> results =
@@ -216,6 +217,7 @@ TEST_CASE("SPMD: one worker per context, each with its context current, results 
 TEST_CASE("SPMD: a failing worker's exception reaches the caller; the others are stopped and joined", "[spmd]")
 {
     std::vector<Context> contexts;
+    contexts.reserve(4);
     for (int i = 0; i < 4; ++i)
         contexts.push_back(Context::create(Device::get(0)));
     std::atomic<int> stopped{0};
@@ -239,6 +241,7 @@ TEST_CASE("a pipeline over four contexts passes each item through every stage, c
 {
     constexpr std::size_t n = 4096, items = 8;
     std::vector<Context> contexts;
+    contexts.reserve(4);
     for (int i = 0; i < 4; ++i)
         contexts.push_back(Context::create(Device::get(0)));
     std::vector<std::vector<DeviceBuffer>> buffers(4); // per stage, per item
@@ -327,7 +330,7 @@ TEST_CASE("RAII handles: a move transfers ownership, an assignment destroys what
 
         Event e1(ctx);
         Event e2(std::move(e1));
-        CHECK_FALSE(e1);
+        CHECK_FALSE(e1); // NOLINT(bugprone-use-after-move): the empty state is the contract
         CHECK(e2);
         e2 = Event(ctx);
         CHECK(cuctx::liveObjects().events == before.events + 1);
@@ -336,7 +339,7 @@ TEST_CASE("RAII handles: a move transfers ownership, an assignment destroys what
         cuctx::DeviceBuffer y(ctx, 128);
         x = std::move(y);
         CHECK(x.bytes() == 128);
-        CHECK(y.bytes() == 0);
+        CHECK(y.bytes() == 0); // NOLINT(bugprone-use-after-move): the empty state is the contract
         CHECK(y.address() == 0);
         CHECK(cuctx::liveObjects().buffers == before.buffers + 1);
         x = cuctx::DeviceBuffer();
@@ -352,6 +355,9 @@ namespace {
 struct HeldByCallback {
     struct Signal {
         std::promise<void> promise;
+        Signal() = default;
+        Signal(const Signal&) = delete;
+        Signal& operator=(const Signal&) = delete;
         ~Signal() { promise.set_value(); }
     } gone;          // declared first: destroyed last, once everything below is
     Context context; // then the context, after what lives in it
