@@ -6,8 +6,9 @@
 
 #include "cuctx/cuctx.hpp"
 
+#include <charconv>
 #include <cstdio>
-#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 int main(int argc, char** argv)
@@ -17,7 +18,15 @@ int main(int argc, char** argv)
         return 3;
     }
     const char* ptx = argc > 1 ? argv[1] : CUCTX_EXAMPLE_PTX;
-    const int stageCount = argc > 2 ? std::atoi(argv[2]) : 4;
+    int stageCount = 4;
+    if (argc > 2) {
+        const std::string_view arg(argv[2]);
+        const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), stageCount);
+        if (ec != std::errc{} || end != arg.data() + arg.size() || stageCount < 1) {
+            std::fprintf(stderr, "STAGES must be a positive integer, not \"%s\"\n", argv[2]);
+            return 2;
+        }
+    }
     constexpr unsigned n = 1 << 16;
     constexpr std::size_t items = 8;
     std::vector<cuctx::Context> contexts;

@@ -40,7 +40,7 @@ struct Options {
     long hits = 100'000;
     int loads = 51;
     int threads = 16;
-    std::size_t maxImageKib = 16 * 1024;
+    std::size_t maxImageKib = std::size_t{16} * 1024;
     bool csv = false;
     std::string ptx;
 };
@@ -94,7 +94,7 @@ int main(int argc, char** argv)
     rows.push_back({"module cache hit vs load again", loadUs, us, c.load / c.hit, "<= 1 us, >= 50x faster",
                     c.hit <= 1000 && c.load / c.hit >= 50});
 
-    for (const std::size_t kib : {std::size_t{1}, std::size_t{64}, std::size_t{1024}, std::size_t{16 * 1024}}) {
+    for (const std::size_t kib : {std::size_t{1}, std::size_t{64}, std::size_t{1024}, std::size_t{16} * 1024}) {
         if (kib > o.maxImageKib)
             break;
         const ImageCacheCosts m = measureImageCache(ctx, kib * 1024, o.hits, std::max(1, o.threads));

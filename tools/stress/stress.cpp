@@ -42,6 +42,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -123,7 +124,7 @@ CUcontext driverCurrent()
 // leaves wrongly (restores another context, or forgets to pop).
 class BrokenGuard {
 public:
-    BrokenGuard(const Context& context, const Context& wrong, Bug bug) : bug_(bug), wrong_(wrong)
+    BrokenGuard(const Context& context, Context wrong, Bug bug) : bug_(bug), wrong_(std::move(wrong))
     {
         (void)tools::rawDriver().cuCtxPushCurrent(context.native());
     }
@@ -299,7 +300,7 @@ private:
             x = dist(rng_);
         Resources& r = resources(ctx);
         r.in.uploadAsync(input.data(), n * sizeof(float), r.stream);
-        const float factor = static_cast<float>(1 + rng_() % 4);
+        const auto factor = static_cast<float>(1 + rng_() % 4);
         if (s_.kernelsRun) {
             launch(r.scale, {.grid = {1, 1, 1}, .block = {n, 1, 1}, .stream = r.stream.native()}, r.out.address(),
                    r.in.address(), factor, n);
@@ -323,7 +324,7 @@ private:
         const Context& a = anyContext();
         const Context& b = anyContext();
         std::vector<unsigned> got(n);
-        const unsigned value = static_cast<unsigned>(rng_());
+        const auto value = static_cast<unsigned>(rng_());
         Resources& ra = resources(a);
         Resources& rb = resources(b);
         ra.in.fill32(value, ra.stream);
@@ -360,7 +361,7 @@ private:
         }
         return *resources_[i];
     }
-    static constexpr std::size_t kBytes = 1024 * 4;
+    static constexpr std::size_t kBytes = std::size_t{1024} * 4;
 
     Shared& s_;
     std::mt19937_64 rng_;
