@@ -108,6 +108,11 @@ void tryDestroy(ContextState* state) noexcept
             } catch (...) {
                 deferred = "?";
             }
+        } else if (state->handles.load(std::memory_order_acquire) > 0) {
+            // A handle again: a thread that had it entered copied the module cache's uncounted handle
+            // (a Module::cached reference) after the last one went. That copy keeps it alive; its
+            // release orphans it again. (Read after the uses: the copier counted before it left.)
+            return;
         } else {
             state->destroyed = true;
             // Forget it in every thread's slots (the slot tables, on which a guard's inline path

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <barrier>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -632,6 +633,30 @@ TEST_CASE("the module cache does not keep its context alive; a copy of its modul
 #ifdef CUCTX_TEST_FAKE_DRIVER
     CHECK(cuctx_fake_live_modules() == 0);
 #endif
+}
+
+TEST_CASE("a copy of a cached module taken after the last handle went keeps the context alive", "[cache]")
+{
+    // The context is entered but has no handle left (destruction deferred to the end of that use):
+    // the cache's reference is still valid, and a copy of it is an ordinary handle, which must keep
+    // the context alive past the use instead of leaving a handle to a destroyed one.
+    const cuctx::ModuleImage image = cuctx::ModuleImage::fromPtx(kernelsPtx());
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    std::optional<Module> copy;
+    {
+        Context ctx = Context::create(Device::get(0));
+        const Module& cached = Module::cached(ctx, image);
+        cuctx::ContextGuard g(ctx);
+        ctx = Context();
+        copy.emplace(cached);
+    }
+    CHECK(cuctx::liveObjects().contexts == before.contexts + 1); // the copy holds it
+    {
+        cuctx::ContextGuard g(copy->context());
+        CHECK(copy->function("scale").native() != nullptr);
+    }
+    copy.reset();
+    CHECK(cuctx::liveObjects() == before);
 }
 
 TEST_CASE("a ModuleImage of hostile input is a clear error", "[cache]")
