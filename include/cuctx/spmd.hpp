@@ -33,7 +33,9 @@ auto runOnEach(const std::vector<Context>& contexts, Work&& work)
 {
     using Result = std::invoke_result_t<Work&, const Context&, std::size_t, std::stop_token>;
     constexpr bool isVoid = std::is_void_v<Result>;
-    using Slot = std::conditional_t<isVoid, bool, std::optional<Result>>;
+    // One byte per worker for void work, not bool: std::vector<bool> packs its elements into shared
+    // words, so workers setting their own elements at once would race.
+    using Slot = std::conditional_t<isVoid, unsigned char, std::optional<Result>>;
     std::vector<Slot> results(contexts.size());
     std::stop_source stop;
     std::mutex failureMutex;
@@ -47,7 +49,7 @@ auto runOnEach(const std::vector<Context>& contexts, Work&& work)
                     ContextBinding binding(contexts[i]);
                     if constexpr (isVoid) {
                         work(contexts[i], i, stop.get_token());
-                        results[i] = true;
+                        results[i] = 1;
                     } else {
                         results[i].emplace(work(contexts[i], i, stop.get_token()));
                     }
