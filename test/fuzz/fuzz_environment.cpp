@@ -2,6 +2,8 @@
 // variables, CUCTX_LOG_LEVEL). Never crash; results agree with the rules. (bindRank itself needs
 // cuctx::Error, which clang 14 cannot compile: its unit tests cover it.)
 
+#include "fuzz_target.hpp"
+
 #include "log/log_level.hpp"
 #include "process/environment.hpp"
 

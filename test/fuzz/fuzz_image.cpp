@@ -5,6 +5,8 @@
 // clang++-14 -std=c++20 -fsanitize=fuzzer,address,undefined -Iinclude test/fuzz/fuzz_image.cpp
 //     src/module/image_kind.cpp -o fuzz-image && ./fuzz-image test/fuzz/corpus/image
 
+#include "fuzz_target.hpp"
+
 #include "cuctx/image_kind.hpp"
 
 #include <cstddef>

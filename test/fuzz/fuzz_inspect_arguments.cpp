@@ -1,6 +1,8 @@
 // libFuzzer: cuctx-inspect's command-line parsing. The input is the arguments, separated by NUL
 // bytes. Parsing must never throw, and what it accepts must be within the documented ranges.
 
+#include "fuzz_target.hpp"
+
 #include "arguments.hpp"
 
 #include <cstddef>

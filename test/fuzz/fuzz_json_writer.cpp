@@ -1,6 +1,8 @@
 // libFuzzer: the JSON writer. Any bytes as strings and keys, any doubles: the document must be
 // valid UTF-8 (checked here byte by byte) and balanced.
 
+#include "fuzz_target.hpp"
+
 #include "format/json_writer.hpp"
 
 #include <cstddef>

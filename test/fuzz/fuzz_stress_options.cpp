@@ -1,6 +1,8 @@
 // libFuzzer: cuctx-stress's command-line parsing (arguments separated by NUL bytes). Never throws;
 // what it accepts is within the documented ranges (a run that always ends).
 
+#include "fuzz_target.hpp"
+
 #include "stress_options.hpp"
 
 #include <cmath>
