@@ -21,6 +21,7 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
     if (argv.empty())
         detail::throwError(Errc::invalid_argument, "cuctx::WorkerProcess::spawn", "no program to start");
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
