@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "context/fence.hpp"
 
-#include "driver/driver_state.hpp"
+#include "context/guard_dispatch.hpp"
 
 #include <linux/membarrier.h>
 #include <sys/mman.h>

@@ -2,8 +2,6 @@
 #include "cuctx/driver.hpp"
 
 #include "check/check.hpp"
-#include "context/fence.hpp"
-#include "cuctx/detail/thread_top.hpp"
 #include "cuctx/error.hpp"
 #include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
@@ -20,20 +18,25 @@ std::atomic<const DriverApi*> g_activeApi{nullptr};
 
 namespace {
 
-// What the inline guard calls where it must not call the driver (thread_top.hpp).
-CUresult CUDAAPI divertedPush(CUcontext)
+constinit std::atomic<DriverListener> g_listener{nullptr};
+
+void notify(DriverEvent event) noexcept
 {
-    return kDiverted;
-}
-CUresult CUDAAPI divertedPop(CUcontext*)
-{
-    return kDiverted;
+    if (const DriverListener listener = g_listener.load(std::memory_order_acquire))
+        listener(event);
 }
 
 } // namespace
 
-constinit std::atomic<PushFn> g_push{&divertedPush};
-constinit std::atomic<PopFn> g_pop{&divertedPop};
+void setDriverListener(DriverListener listener) noexcept
+{
+    g_listener.store(listener, std::memory_order_release);
+}
+
+void notifyDriverReplaced() noexcept
+{
+    notify(DriverEvent::loaded);
+}
 
 namespace {
 
@@ -57,8 +60,7 @@ DriverState& state()
 void dropApiInChild()
 {
     g_activeApi.store(nullptr, std::memory_order_relaxed);
-    g_push.store(&divertedPush, std::memory_order_relaxed);
-    g_pop.store(&divertedPop, std::memory_order_relaxed);
+    notify(DriverEvent::forkedChild);
 }
 
 std::string requestedPath(const DriverState& s)
@@ -90,7 +92,7 @@ std::string ensureAttempted(DriverState& s)
     s.driver->leak();
     noteDriverInitialised(dropApiInChild);
     g_activeApi.store(&s.driver->api, std::memory_order_release);
-    refreshInlineDriver();
+    notify(DriverEvent::loaded);
     return "driver loaded from " + s.resolvedPath + " (CUDA " + formatCudaVersion(s.driverVersion) + ")";
 }
 
@@ -101,17 +103,6 @@ void logAttempt(const std::string& note)
 }
 
 } // namespace
-
-void refreshInlineDriver() noexcept
-{
-    static std::mutex mutex; // the last caller sees the latest driver and level, whatever the order
-    std::lock_guard lock(mutex);
-    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
-    const bool tracing = g_logLevel.load(std::memory_order_relaxed) == static_cast<int>(LogLevel::trace);
-    g_push.store(d != nullptr && !tracing ? d->cuCtxPushCurrent : &divertedPush, std::memory_order_release);
-    g_pop.store(d != nullptr && !tracing && leaveFenceIsCompilerOnly() ? d->cuCtxPopCurrent : &divertedPop,
-                std::memory_order_release);
-}
 
 const DriverApi& loadActiveApi(const char* who, SourceLocation where)
 {

@@ -17,9 +17,15 @@ extern std::atomic<const DriverApi*> g_activeApi;
 
 [[gnu::cold]] const DriverApi& loadActiveApi(const char* who, SourceLocation where);
 
-/// Points the inline guard's push and pop (thread_top.hpp) at the driver or at the diversions, by the
-/// loaded driver, the log level and the fence mode: called when any of them changes.
-void refreshInlineDriver() noexcept;
+/// What the driver layer tells the layer above it (the guard's inline dispatch, src/context/): the
+/// driver was loaded (or its table replaced, by the testing hooks), or this is a child forked after
+/// CUDA was initialised (then from the atfork handler: the listener may only store atomics).
+enum class DriverEvent { loaded, forkedChild };
+using DriverListener = void (*)(DriverEvent) noexcept;
+/// Sets the one listener, once, during static initialisation.
+void setDriverListener(DriverListener listener) noexcept;
+/// Tells the listener that the active table changed (the testing hooks swap it).
+void notifyDriverReplaced() noexcept;
 
 /// The loaded driver's table; loads it on first use (throws Error). After a fork in a process that
 /// had initialised CUDA the pointer is cleared, so the next call reports the fork, naming `who` (the

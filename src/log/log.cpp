@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include "log/log.hpp"
-#include "driver/driver_state.hpp"
 
 #include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
@@ -87,6 +86,13 @@ LoggerSlot& slot()
 
 std::atomic<int> g_logLevel{levelFromEnvironment()};
 
+constinit std::atomic<void (*)() noexcept> g_levelListener{nullptr};
+
+void setLogLevelListener(void (*listener)() noexcept) noexcept
+{
+    g_levelListener.store(listener, std::memory_order_release);
+}
+
 spdlog::logger& logger()
 {
     LoggerSlot& s = slot();
@@ -103,7 +109,8 @@ namespace cuctx {
 void setLogLevel(LogLevel level) noexcept
 {
     detail::g_logLevel.store(static_cast<int>(level), std::memory_order_relaxed);
-    detail::refreshInlineDriver(); // trace logs every switch: only the out-of-line guard does
+    if (const auto listener = detail::g_levelListener.load(std::memory_order_acquire))
+        listener(); // the guard's dispatch: at trace level every switch goes out of line, which logs it
 }
 
 LogLevel logLevel() noexcept

@@ -25,6 +25,11 @@ inline bool logEnabled(LogLevel level) noexcept
 
 spdlog::logger& logger();
 
+/// Called after every change of the level; set once, during static initialisation, by the layer that
+/// needs to know (the guard's dispatch, src/context/guard_dispatch.cpp).
+extern std::atomic<void (*)() noexcept> g_levelListener;
+void setLogLevelListener(void (*listener)() noexcept) noexcept;
+
 template <typename... Args>
 void logAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args)
 {

@@ -66,7 +66,7 @@ void installHooks()
         CUCTX_DRIVER_ENTRIES(CUCTX_HOOK)
 #undef CUCTX_HOOK
         cuctx::detail::g_activeApi.store(&g_hooked, std::memory_order_release);
-        cuctx::detail::refreshInlineDriver(); // the inline guard's push and pop go through hooks too
+        cuctx::detail::notifyDriverReplaced(); // the inline guard's push and pop go through hooks too
     });
 }
 
