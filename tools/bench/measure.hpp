@@ -51,6 +51,12 @@ Comparison compareLoops(long iterations, int rounds, const std::function<void(lo
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
+/// Aggregate operations per second of `threads` threads that all run `batch` (which performs `perBatch`
+/// operations) again and again for the same window of `seconds`, measured by this thread while they
+/// run: a thread the system deschedules counts fewer operations instead of stretching everyone's
+/// window, and a thread started late never runs alone at the end. The best of `rounds` windows.
+double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch);
+
 /// One thread (pinned to its CPU where allowed), `home` bound underneath as in a real program; each
 /// guard timed beside its reference in `rounds` pairs of runs of `iterations` (compareLoops).
 struct GuardCosts {
