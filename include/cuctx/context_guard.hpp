@@ -6,7 +6,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/detail/context_state.hpp"
-#include "cuctx/detail/thread_top.hpp"
+#include "cuctx/detail/thread_record.hpp"
 #include "cuctx/export.hpp"
 
 // The frame's fields are set only where a path reads them (no dead stores on the inline paths), and
@@ -57,8 +57,8 @@ public:
     {
         detail::ContextState* state = context.state_;
         frame_.state = state;
-        detail::ThreadTop& top = detail::t_top;
-        detail::Frame* const below = top.frame; // never null; the bottom's context matches none
+        detail::ThreadRecord& record = detail::t_record;
+        detail::Frame* const below = record.frame; // never null; the bottom's context matches none
         if (below->state == state) [[likely]] {
             enterElided(*below);
             return;
@@ -66,7 +66,7 @@ public:
         // A context this thread has a slot for in its table (never an empty Context's, nor a green
         // one's): push it, with cuctx's record kept inline.
         if (state != nullptr) [[likely]] {
-            detail::Slot& slot = top.slots[state->slotIndex];
+            detail::Slot& slot = record.slots[state->slotIndex];
             if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
                 frame_.uses = &slot.uses;
                 detail::countUse(slot.uses);
@@ -77,7 +77,7 @@ public:
                     return;
                 }
                 frame_.below = below;
-                top.frame = &frame_;
+                record.frame = &frame_;
                 return;
             }
         }
@@ -95,8 +95,8 @@ public:
     CUCTX_ALWAYS_INLINE ~ContextGuard()
     {
         if (frame_.kind == detail::FrameKind::guard) {
-            detail::ThreadTop& top = detail::t_top;
-            if (top.frame != &frame_) [[unlikely]] {
+            detail::ThreadRecord& record = detail::t_record;
+            if (record.frame != &frame_) [[unlikely]] {
                 leave();
                 return;
             }
@@ -107,13 +107,13 @@ public:
                 popFailed(r, popped);
                 return;
             }
-            top.frame = frame_.below;
+            record.frame = frame_.below;
             const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
             frame_.uses->store(after, std::memory_order_release);
             if (after == 0) {
                 // The last use here: an orphaned context may go, a green one releases its owner. The
                 // fence needs only the compiler (g_pop diverts where it would need more).
-                std::atomic_signal_fence(std::memory_order_seq_cst); // see context/fence.hpp
+                std::atomic_signal_fence(std::memory_order_seq_cst); // see context/asymmetric_fence.hpp
                 if (frame_.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                     detail::lastUseOnThread(frame_.state);
             }

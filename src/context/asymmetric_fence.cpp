@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "context/fence.hpp"
+#include "context/asymmetric_fence.hpp"
 
 #include "context/guard_dispatch.hpp"
 

@@ -10,7 +10,7 @@
 // Where neither works the frequent side falls back to a real fence; under ThreadSanitizer, which models neither, both
 // sides make a seq_cst read-modify-write of one shared atomic, which orders them in a way it understands.
 
-#include "cuctx/detail/thread_top.hpp"
+#include "cuctx/detail/thread_record.hpp"
 
 #include <atomic>
 
@@ -33,7 +33,7 @@ extern std::atomic<FenceMode> g_fenceMode;
 /// Changes the mode (and what the inline leave path of ContextGuard relies on); tests use it.
 void setFenceMode(FenceMode mode) noexcept;
 /// Whether leaving a context needs only a compiler barrier (the orphaning side pays for an
-/// asymmetric fence). Where it does not, g_pop diverts (thread_top.hpp): guards leave out of line.
+/// asymmetric fence). Where it does not, g_pop diverts (thread_record.hpp): guards leave out of line.
 bool leaveFenceIsCompilerOnly() noexcept;
 extern std::atomic<unsigned> g_fenceWord;
 

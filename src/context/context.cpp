@@ -55,7 +55,7 @@ ContextState* newState(CUcontext handle, const Device& device, detail::ContextKi
     state->id = contextIdOf(handle);
     state->kind = kind;
     if (kind == detail::ContextKind::green)
-        state->leaveFlags.store(ContextState::kExclusive, std::memory_order_relaxed);
+        state->leaveFlags.store(ContextState::kGreen, std::memory_order_relaxed);
     return state;
 }
 

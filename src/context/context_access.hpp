@@ -18,8 +18,8 @@ class ContextAccess {
 public:
     static ContextState* state(const Context& context) noexcept { return context.state_; }
     /// A handle that takes over one count of `state->handles`.
-    static Context adopt(ContextState* state) noexcept { return Context(state); }
-    /// Empties `context` without dropping the count it stands for (the inverse of adopt).
+    static Context fromCountedState(ContextState* state) noexcept { return Context(state); }
+    /// Empties `context` without dropping the count it stands for (the inverse of fromCountedState).
     static ContextState* release(Context& context) noexcept { return std::exchange(context.state_, nullptr); }
 };
 

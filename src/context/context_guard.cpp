@@ -3,7 +3,7 @@
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "context/stack_ops.hpp"
+#include "context/frames.hpp"
 #include "context/thread_state.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"

@@ -3,7 +3,7 @@
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "context/stack_ops.hpp"
+#include "context/frames.hpp"
 #include "driver/driver_state.hpp"
 
 namespace cuctx {
@@ -127,7 +127,7 @@ Context ContextStack::adopted()
 {
     if (const Frame* bottom = bottomFrame(); bottom != nullptr && bottom->kind == FrameKind::adopted) {
         bottom->state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
-        return detail::ContextAccess::adopt(bottom->state);
+        return detail::ContextAccess::fromCountedState(bottom->state);
     }
     return {};
 }

@@ -2,8 +2,8 @@
 #include "context/context_state.hpp"
 
 #include "check/check.hpp"
+#include "context/asymmetric_fence.hpp"
 #include "context/deferred_cleanup.hpp"
-#include "context/fence.hpp"
 #include "context/thread_state.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
@@ -267,7 +267,7 @@ void releaseHandle(ContextState* state) noexcept
     tryDestroy(state);
 }
 
-void lastUseEnded(ContextState* state) noexcept
+void destroyIfUnused(ContextState* state) noexcept
 {
     tryDestroy(state);
 }

@@ -15,7 +15,7 @@
 // Handles count in `handles` (atomic, touched only when a handle is copied or dropped). Uses are
 // counted per thread, in a Slot that only its thread writes, so entering and leaving a context
 // costs no atomic read-modify-write on a line that other threads share. The thread that drops the
-// last handle reads every thread's slots after an asymmetric fence (fence.hpp); a thread that ends
+// last handle reads every thread's slots after an asymmetric fence (asymmetric_fence.hpp); a thread that ends
 // its last use of an orphaned context rechecks under the registry's mutex. One of the two always
 // sees the other, and whichever finds no use left destroys the context, once.
 
@@ -58,7 +58,7 @@ inline void throwSticky(ContextState& state)
 void releaseHandle(ContextState* state) noexcept;
 
 /// Called by a thread whose last use of an orphaned context just ended.
-void lastUseEnded(ContextState* state) noexcept;
+void destroyIfUnused(ContextState* state) noexcept;
 
 /// The threads (kernel ids) that have `state` entered right now.
 std::vector<long> threadsUsing(const ContextState& state);

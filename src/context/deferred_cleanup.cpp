@@ -70,7 +70,7 @@ void deferCleanup(ContextState* context, std::function<bool()> cleanup) noexcept
     Deferred item;
     if (context != nullptr) {
         context->handles.fetch_add(1, std::memory_order_relaxed); // a handle already exists: safe
-        item.keepAlive = ContextAccess::adopt(context);
+        item.keepAlive = ContextAccess::fromCountedState(context);
     }
     item.cleanup = std::move(cleanup);
     enqueue(std::move(item));
@@ -82,7 +82,7 @@ void deferRelease(ContextState* state) noexcept
     // and giving it to the queue makes the queue the last owner.
     state->handles.fetch_add(1, std::memory_order_relaxed);
     Deferred item;
-    item.keepAlive = ContextAccess::adopt(state);
+    item.keepAlive = ContextAccess::fromCountedState(state);
     enqueue(std::move(item));
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "context/stack_ops.hpp"
+#include "context/frames.hpp"
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
@@ -97,7 +97,7 @@ Context retire(Frame& frame) noexcept
     if (frame.kind != FrameKind::guard)
         delete &frame;
     ThreadState::endUse(*uses, state);
-    return owned ? ContextAccess::adopt(state) : Context{};
+    return owned ? ContextAccess::fromCountedState(state) : Context{};
 }
 
 } // namespace
@@ -141,8 +141,8 @@ Context endForeignGuard(ThreadState& ts, Frame& frame, const char* who) noexcept
             std::lock_guard lock(registryMutex());
             if (ThreadState* owner = ownerOfSlotLocked(frame.uses)) {
                 ownerTid = owner->tid;
-                ThreadTop& top = *owner->top;
-                Frame*& head = top.forked ? top.hidden : top.frame;
+                ThreadRecord& record = *owner->record;
+                Frame*& head = record.forked ? record.hidden : record.frame;
                 if (head == &frame) {
                     head = copy;
                     replaced = true;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "context/guard_dispatch.hpp"
 
-#include "context/fence.hpp"
-#include "cuctx/detail/thread_top.hpp"
+#include "context/asymmetric_fence.hpp"
+#include "cuctx/detail/thread_record.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 
@@ -12,7 +12,7 @@ namespace cuctx::detail {
 
 namespace {
 
-// What the inline guard calls where it must not call the driver (thread_top.hpp).
+// What the inline guard calls where it must not call the driver (thread_record.hpp).
 CUresult CUDAAPI divertedPush(CUcontext)
 {
     return kDiverted;

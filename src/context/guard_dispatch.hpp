@@ -4,7 +4,7 @@
 #error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
 #endif
 
-// The inline guard's dispatch (g_push and g_pop in cuctx/detail/thread_top.hpp): the driver's push
+// The inline guard's dispatch (g_push and g_pop in cuctx/detail/thread_record.hpp): the driver's push
 // and pop, or the diversions that send the guard out of line. The layers below (the driver loader,
 // the log level) do not know it exists: they tell it of a change through the listeners it sets at
 // static initialisation, and it reads what it needs from them.

@@ -17,7 +17,7 @@
 namespace cuctx::detail {
 namespace {
 
-std::atomic<std::uint64_t> g_threadNumbers{0};
+std::atomic<std::uint64_t> g_threadSerials{0};
 
 // A thread's state lives on the heap (to keep cuctx's static TLS small) and is freed by a pthread
 // key's destructor. glibc runs those after every C++ thread_local destructor of the thread, so that
@@ -60,7 +60,7 @@ constinit ContextState g_placeholderContext{};
 constinit Frame g_bottomFrame{&g_placeholderContext, nullptr, nullptr, FrameKind::push};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
-constinit thread_local ThreadTop t_top{};
+constinit thread_local ThreadRecord t_record{};
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
 // path, which reports the fork, instead of trusting the inherited top. The frames move out of the
@@ -68,10 +68,10 @@ constinit thread_local ThreadTop t_top{};
 static void clearTopInChild()
 {
     if (initialisingPid() != 0) {
-        ThreadTop& top = t_top;
-        top.hidden = top.frame;
-        top.frame = &g_bottomFrame;
-        top.forked = true; // g_push diverts there too: the slot table is never used in the child
+        ThreadRecord& record = t_record;
+        record.hidden = record.frame;
+        record.frame = &g_bottomFrame;
+        record.forked = true; // g_push diverts there too: the slot table is never used in the child
     }
 }
 
@@ -100,7 +100,8 @@ ThreadState& makeThreadState()
 }
 
 ThreadState::ThreadState()
-    : tid(static_cast<long>(gettid())), number(g_threadNumbers.fetch_add(1, std::memory_order_relaxed) + 1), top(&t_top)
+    : tid(static_cast<long>(gettid())), serial(g_threadSerials.fetch_add(1, std::memory_order_relaxed) + 1),
+      record(&t_record)
 {
     std::lock_guard lock(registryMutex());
     registeredThreads().push_back(this);
@@ -120,7 +121,7 @@ ThreadState::~ThreadState()
     for (Frame* f = topFrame(); f != nullptr;) {
         Frame* below = frameBelow(*f);
         if (ownsHandle(*f))
-            owners.push_back(ContextAccess::adopt(f->state));
+            owners.push_back(ContextAccess::fromCountedState(f->state));
         if (f->kind != FrameKind::guard) {
             endUse(*f->uses, f->state);
             delete f;
@@ -128,7 +129,7 @@ ThreadState::~ThreadState()
         f = below;
     }
     t_threadState = nullptr;
-    ThreadTop& mine = t_top; // no longer registered: no other thread touches it now
+    ThreadRecord& mine = t_record; // no longer registered: no other thread touches it now
     mine.frame = &g_bottomFrame;
     mine.hidden = &g_bottomFrame;
     mine.forked = false;
@@ -190,8 +191,8 @@ Slot& ThreadState::findSlot(ContextState* state)
         }
         last = b;
     }
-    if (!state->exclusive() && claimSlot(top->slots[state->slotIndex], state))
-        return top->slots[state->slotIndex];
+    if (!state->isGreen() && claimSlot(record->slots[state->slotIndex], state))
+        return record->slots[state->slotIndex];
     if (free == nullptr) {
         // Every block slot holds a context: reclaim one this thread no longer uses, else add a block.
         for (SlotBlock* b = &firstBlock; b != nullptr && free == nullptr; b = b->next.load(std::memory_order_relaxed))
@@ -210,16 +211,16 @@ Slot& ThreadState::findSlot(ContextState* state)
     return *free;
 }
 
-void ThreadState::claimExclusive(Slot& slot, ContextState* state)
+void ThreadState::claimGreen(Slot& slot, ContextState* state)
 {
     if (slot.uses.load(std::memory_order_relaxed) == 0) {
         std::uint64_t expected = 0;
-        if (!state->exclusiveOwner.compare_exchange_strong(expected, number, std::memory_order_acq_rel)) {
+        if (!state->greenOwner.compare_exchange_strong(expected, serial, std::memory_order_acq_rel)) {
             long ownerTid = 0;
             {
                 std::lock_guard lock(registryMutex());
                 for (const ThreadState* ts : registeredThreads())
-                    if (ts->number == expected)
+                    if (ts->serial == expected)
                         ownerTid = ts->tid;
             }
             throwError(Errc::context_busy, "cuctx::ContextGuard",
@@ -234,11 +235,11 @@ void ThreadState::claimExclusive(Slot& slot, ContextState* state)
 
 void lastUseOnThread(ContextState* state) noexcept
 {
-    if (state->exclusive())
-        state->exclusiveOwner.store(0, std::memory_order_release);
+    if (state->isGreen())
+        state->greenOwner.store(0, std::memory_order_release);
     lightFence(); // pairs with the heavy fence of the thread that drops the last handle
     if (state->orphaned()) [[unlikely]]
-        lastUseEnded(state);
+        destroyIfUnused(state);
 }
 
 void learnBase(ThreadState& ts)

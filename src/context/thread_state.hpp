@@ -4,15 +4,15 @@
 #error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
 #endif
 
-// What cuctx knows about the calling thread: its frames (cuctx/detail/thread_top.hpp) above a `base`
-// it found current, and one Slot per context the thread has entered, counting its uses (in t_top's
+// What cuctx knows about the calling thread: its frames (cuctx/detail/thread_record.hpp) above a `base`
+// it found current, and one Slot per context the thread has entered, counting its uses (in t_record's
 // slot table, or beyond it in blocks). Thread-bound, except that Slots are read by the thread that
 // orphans a context (context_state.hpp).
 
+#include "context/asymmetric_fence.hpp"
 #include "context/context_state.hpp"
-#include "context/fence.hpp"
 #include "cuctx/context.hpp"
-#include "cuctx/detail/thread_top.hpp"
+#include "cuctx/detail/thread_record.hpp"
 
 #include <cuda.h>
 
@@ -47,7 +47,7 @@ struct ThreadState {
     /// contexts entered beyond its table at once.
     Slot& slotFor(ContextState* state)
     {
-        Slot& slot = top->slots[state->slotIndex];
+        Slot& slot = record->slots[state->slotIndex];
         if (slot.state.load(std::memory_order_relaxed) == state) [[likely]]
             return slot;
         return findSlot(state);
@@ -59,7 +59,7 @@ struct ThreadState {
     template <typename F>
     void forEachSlot(F f) const
     {
-        for (const Slot& slot : top->slots)
+        for (const Slot& slot : record->slots)
             f(const_cast<Slot&>(slot));
         for (const SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
             for (const Slot& slot : b->slots)
@@ -69,13 +69,13 @@ struct ThreadState {
     /// Registers a use of `state` on this thread (a green context checks it is free here).
     void beginUse(Slot& slot, ContextState* state)
     {
-        if (state->exclusive()) [[unlikely]]
-            claimExclusive(slot, state);
+        if (state->isGreen()) [[unlikely]]
+            claimGreen(slot, state);
         countUse(slot.uses);
     }
     /// Takes a green context for this thread at its first use here; Errc::context_busy if another
     /// thread has it.
-    void claimExclusive(Slot& slot, ContextState* state);
+    void claimGreen(Slot& slot, ContextState* state);
     /// Ends a use; the last use of an orphaned context may destroy it (context_state.hpp).
     static void endUse(std::atomic<std::uint32_t>& uses, ContextState* state) noexcept
     {
@@ -86,8 +86,8 @@ struct ThreadState {
     }
 
     long tid;                 // gettid()
-    std::uint64_t number;     // a process-unique thread number (green-context ownership)
-    ThreadTop* top;           // this thread's t_top: a thread destroying a context clears its slots there
+    std::uint64_t serial;     // unique in the process, never reused as kernel tids are (green-context ownership)
+    ThreadRecord* record;     // this thread's t_record: a thread destroying a context clears its slots there
     CUcontext base = nullptr; // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
     SlotBlock firstBlock;

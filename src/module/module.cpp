@@ -12,7 +12,7 @@
 #include "module/jit_marshal.hpp"
 #include "module/module_cache.hpp"
 #include "module/module_state.hpp"
-#include "objects/live_counters.hpp"
+#include "objects/live_objects.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

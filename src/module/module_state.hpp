@@ -51,7 +51,7 @@ struct ModuleState {
     /// copies are ordinary (counted) handles. Drop it with releaseUncounted, never by destruction.
     static Module uncountedHandle(ContextState& context, std::shared_ptr<ModuleState> state) noexcept
     {
-        return Module(ContextAccess::adopt(&context), std::move(state));
+        return Module(ContextAccess::fromCountedState(&context), std::move(state));
     }
     static void releaseUncounted(Module& module) noexcept
     {

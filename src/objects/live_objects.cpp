@@ -2,7 +2,7 @@
 #include "cuctx/live_objects.hpp"
 
 #include "context/context_state.hpp"
-#include "objects/live_counters.hpp"
+#include "objects/live_objects.hpp"
 
 namespace cuctx {
 

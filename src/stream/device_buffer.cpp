@@ -9,7 +9,7 @@
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
 #include "driver/driver_state.hpp"
-#include "objects/live_counters.hpp"
+#include "objects/live_objects.hpp"
 
 #include <cstring>
 

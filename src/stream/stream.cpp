@@ -10,7 +10,7 @@
 #include "context/deferred_cleanup.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
-#include "objects/live_counters.hpp"
+#include "objects/live_objects.hpp"
 
 #include <deque>
 #include <mutex>

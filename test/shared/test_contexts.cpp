@@ -4,8 +4,8 @@
 
 #include "driver_helpers.hpp"
 
+#include "context/asymmetric_fence.hpp"
 #include "context/context_access.hpp"
-#include "context/fence.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
 #include "cuctx/context_guard.hpp"
@@ -667,7 +667,7 @@ TEST_CASE("a context destroyed on one thread leaves no stale fast path on anothe
             ready[i].wait();
             // The destroyer cleared this thread's slot of the old context (the allocator may or may
             // not have given the new context the old address: this checks the clearing itself).
-            for (const cuctx::detail::Slot& slot : cuctx::detail::t_top.slots)
+            for (const cuctx::detail::Slot& slot : cuctx::detail::t_record.slots)
                 if (previous != nullptr && slot.state.load() == previous)
                     ++staleEntries;
             previous = cuctx::detail::ContextAccess::state(*current);

@@ -5,7 +5,7 @@
 #include "driver_helpers.hpp"
 #include "process_helpers.hpp"
 
-#include "context/fence.hpp"
+#include "context/asymmetric_fence.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"

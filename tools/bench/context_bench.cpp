@@ -13,7 +13,7 @@
 // usage: cuctx-bench-contexts [--threads N] [--tasks N] [--iterations N] [--rounds N] [--csv]
 
 #include "bench_common.hpp"
-#include "context/fence.hpp"
+#include "context/asymmetric_fence.hpp"
 #include "cuctx/cuctx.hpp"
 #include "measure.hpp"
 

@@ -29,7 +29,7 @@ namespace {
 
 // Variants, each a copy of the header's switching path with parts left out (fallbacks are traps):
 //   V1  the copy itself, nothing left out
-//   V2  without the frame link (no `below`, top.frame left alone, no on-top check at exit)
+//   V2  without the frame link (no `below`, record.frame left alone, no on-top check at exit)
 //   V3  the use count alone around the driver's calls: the floor of counting
 template <int V>
 struct G {
@@ -37,8 +37,8 @@ struct G {
     [[gnu::always_inline]] explicit G(d::ContextState* state)
     {
         f.state = state;
-        d::ThreadTop& top = d::t_top;
-        d::Slot& slot = top.slots[state->slotIndex];
+        d::ThreadRecord& record = d::t_record;
+        d::Slot& slot = record.slots[state->slotIndex];
         if constexpr (V == 3) {
             f.uses = &slot.uses;
             d::countUse(*f.uses);
@@ -46,7 +46,7 @@ struct G {
                 __builtin_trap();
             return;
         }
-        d::Frame* const below = top.frame;
+        d::Frame* const below = record.frame;
         if (below->state == state) [[unlikely]]
             __builtin_trap();
         if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
@@ -57,7 +57,7 @@ struct G {
                 __builtin_trap();
             if (V != 2) {
                 f.below = below;
-                top.frame = &f;
+                record.frame = &f;
             }
             return;
         }
@@ -65,17 +65,17 @@ struct G {
     }
     [[gnu::always_inline]] ~G()
     {
-        d::ThreadTop& top = d::t_top;
+        d::ThreadRecord& record = d::t_record;
         constexpr bool linked = V == 1;
         if (V != 3 && f.kind != d::FrameKind::guard) [[unlikely]]
             __builtin_trap();
-        if (linked && top.frame != &f) [[unlikely]]
+        if (linked && record.frame != &f) [[unlikely]]
             __builtin_trap();
         CUcontext popped = nullptr;
         if (d::g_pop.load(std::memory_order_relaxed)(&popped) != CUDA_SUCCESS || popped != f.state->handle) [[unlikely]]
             __builtin_trap();
         if (linked)
-            top.frame = f.below;
+            record.frame = f.below;
         const std::uint32_t after = f.uses->load(std::memory_order_relaxed) - 1;
         f.uses->store(after, std::memory_order_release);
         if (after == 0) {
@@ -176,7 +176,7 @@ int main(int argc, char** argv)
         line += cell;
     }
     std::printf("raw %.2f ns (best)%s\n", bestRaw, line.c_str());
-    std::printf("address bits 0-11: guard 0x%03x, thread top 0x%03x, use count 0x%03x, context state 0x%03x\n",
-                lowBits(g_guardAddress), lowBits(&d::t_top), lowBits(&d::t_top.slots[state->slotIndex].uses),
+    std::printf("address bits 0-11: guard 0x%03x, thread record 0x%03x, use count 0x%03x, context state 0x%03x\n",
+                lowBits(g_guardAddress), lowBits(&d::t_record), lowBits(&d::t_record.slots[state->slotIndex].uses),
                 lowBits(state));
 }

@@ -28,16 +28,16 @@ struct ContextState {
     int ordinal = -1;
     std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
     ContextKind kind = ContextKind::created;
-    // Which slot of a thread's slot table counts its uses (cuctx/detail/thread_top.hpp), chosen when
+    // Which slot of a thread's slot table counts its uses (cuctx/detail/thread_record.hpp), chosen when
     // cuctx registers it. Beside the handle: a switching guard reads both.
     std::uint8_t slotIndex = 0;
     CUgreenCtx green = nullptr; // for kind == green
 
     // What a thread's last use of the context must do beyond counting, in one byte so that a
     // switching guard's exit reads it once: kOrphaned (no handle left: the last use may destroy it),
-    // kExclusive (a green context: the last use releases its owner). Kept off the line below.
+    // kGreen (a green context: the last use releases its owner). Kept off the line below.
     static constexpr std::uint8_t kOrphaned = 1;
-    static constexpr std::uint8_t kExclusive = 2;
+    static constexpr std::uint8_t kGreen = 2;
     std::atomic<std::uint8_t> leaveFlags{0};
     // A failure seen where it could not be thrown (a destructor), recorded in `sticky` for the next
     // fallible call, which reads this flag: kept off the line that every Context copy writes, so that
@@ -48,8 +48,8 @@ struct ContextState {
     alignas(64) std::atomic<long> handles{1};
     bool destroyed = false; // guarded by the registry mutex
 
-    // Green contexts may be current on one thread at a time: the owner's thread number, 0 if none.
-    std::atomic<std::uint64_t> exclusiveOwner{0};
+    // Green contexts may be current on one thread at a time: the owner's ThreadState::serial, 0 if none.
+    std::atomic<std::uint64_t> greenOwner{0};
 
     // The recorded failure itself (hasSticky says whether there is one), under its mutex.
     std::mutex stickyMutex;
@@ -58,7 +58,7 @@ struct ContextState {
     // The context's module cache, made at its first use; emptied before the context is destroyed.
     std::atomic<ModuleCacheTable*> moduleCache{nullptr};
 
-    bool exclusive() const noexcept { return kind == ContextKind::green; }
+    bool isGreen() const noexcept { return kind == ContextKind::green; }
     bool orphaned() const noexcept { return (leaveFlags.load(std::memory_order_relaxed) & kOrphaned) != 0; }
 };
 

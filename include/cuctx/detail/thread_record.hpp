@@ -4,7 +4,7 @@
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. Each entry cuctx makes is a Frame: a switching guard's lives inside the guard object (so
 // a guard allocates nothing and touches no container), a push's or adoption's on the heap. Frames
-// link to the one below; t_top names the top one and holds the thread's use counters of the
+// link to the one below; t_record names the top one and holds the thread's use counters of the
 // contexts it enters (its slot table), so that a guard costs, inlined into the caller, a compare and
 // an increment when its context is current, and little more than the driver's push and pop when it
 // must switch, whichever context it switches to. The switching path is measured part by part
@@ -14,6 +14,8 @@
 // entry points are never null.
 //
 // Words used here and in src/context/:
+//   record       t_record, a thread's ThreadRecord: its top frame and its slot table; "top" always
+//                means the top frame
 //   frame        one entry cuctx made on this thread's stack (a guard, a push, an adoption); an
 //                elided guard's frame is never linked
 //   bottom frame g_bottomFrame, where the frames end; the top names it when cuctx has no entry
@@ -21,7 +23,7 @@
 //   base         what the driver had current below cuctx's entries when cuctx last looked
 //   slot         a thread's count of its uses of one context; only its thread writes it, a thread
 //                destroying the context reads it (context/context_state.hpp)
-//   slot table   the slots in t_top, one per slot index (ContextState::slotIndex): a guard finds
+//   slot table   the slots in t_record, one per slot index (ContextState::slotIndex): a guard finds
 //                its context's slot with one load; more contexts at once, and green contexts, take
 //                slots in ThreadState's overflow blocks, out of line
 //   diversion    what g_push/g_pop point to where the inline path must not call the driver
@@ -92,7 +94,7 @@ struct Slot {
 /// context's slot inline. 16 slots are 256 bytes of each thread's static TLS.
 inline constexpr std::size_t kSlotTableSize = 16;
 
-struct ThreadTop {
+struct ThreadRecord {
     // The top frame; the elided guard's check reads its context through it (a dependent load, which
     // saves the switching guard a store on entry and one on exit). A child forked after CUDA was
     // initialised moves its frames to `hidden` and points this at the bottom, which sends every
@@ -111,7 +113,7 @@ struct ThreadTop {
 
 // constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
 // holds in every program that inlines a guard: position-independent code (a backend's own shared
-// library, a static library built with -fPIC) would otherwise reach t_top through __tls_get_addr,
+// library, a static library built with -fPIC) would otherwise reach t_record through __tls_get_addr,
 // a call per access. cuctx's thread-locals are under 300 bytes, so programs loading it with dlopen
 // do not run short of static TLS (glibc keeps 512 bytes for them).
 #if defined(__GNUC__) || defined(__clang__)
@@ -119,7 +121,7 @@ struct ThreadTop {
 #else
 #define CUCTX_TLS_INITIAL_EXEC
 #endif
-extern CUCTX_API constinit thread_local ThreadTop t_top CUCTX_TLS_INITIAL_EXEC;
+extern CUCTX_API constinit thread_local ThreadRecord t_record CUCTX_TLS_INITIAL_EXEC;
 
 /// The driver's push and pop for the inline switching guard, set once the driver is loaded. Where
 /// that guard must not call the driver itself, they are cuctx's diversions, which return kDiverted
@@ -138,8 +140,8 @@ inline constexpr CUresult kDiverted = static_cast<CUresult>(1000);
 /// cuctx's top frame on this thread, nullptr if none (in a forked child, the hidden one).
 inline Frame* topFrame() noexcept
 {
-    const ThreadTop& top = t_top;
-    Frame* frame = top.forked ? top.hidden : top.frame;
+    const ThreadRecord& record = t_record;
+    Frame* frame = record.forked ? record.hidden : record.frame;
     return frame != &g_bottomFrame ? frame : nullptr;
 }
 
@@ -152,18 +154,18 @@ inline Frame* frameBelow(const Frame& frame) noexcept
 /// Makes `frame` the top; nullptr or &g_bottomFrame for none.
 inline void setTop(Frame* frame) noexcept
 {
-    ThreadTop& top = t_top;
+    ThreadRecord& record = t_record;
     Frame* const f = frame != nullptr ? frame : &g_bottomFrame;
-    if (top.forked) [[unlikely]]
-        top.hidden = f;
+    if (record.forked) [[unlikely]]
+        record.hidden = f;
     else
-        top.frame = f;
+        record.frame = f;
 }
 
-/// Out of line, rare: the last use of a context on this thread ended.
+/// Out of line, rare: the last use of a context on this thread ended (a green context releases its
+/// owner; an orphaned one is destroyed if no other thread uses it).
 // Marked cold so that their call sites, inlined into every guard, cost the hot path nothing (no
 // registers kept for them, no code in the way): measured, 0.5-1 ns of a switching guard.
 [[gnu::cold]] CUCTX_API void lastUseOnThread(ContextState* state) noexcept;
-[[gnu::cold]] CUCTX_API void lastUseEnded(ContextState* state) noexcept;
 
 } // namespace cuctx::detail
