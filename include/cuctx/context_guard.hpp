@@ -112,8 +112,9 @@ public:
             frame_.uses->store(after, std::memory_order_release);
             if (after == 0) {
                 // The last use here: an orphaned context may go, a green one releases its owner. The
-                // fence needs only the compiler (g_pop diverts where it would need more).
-                std::atomic_signal_fence(std::memory_order_seq_cst); // see context/asymmetric_fence.hpp
+                // fence needs only the compiler: the thread that drops the last handle issues the
+                // asymmetric fence's heavy side (membarrier), and g_pop diverts where none is available.
+                std::atomic_signal_fence(std::memory_order_seq_cst);
                 if (frame_.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                     detail::lastUseOnThread(frame_.state);
             }
