@@ -122,7 +122,11 @@ namespace cuctx::detail {
     X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc, 12040, Optional)                      \
     X(cuGreenCtxCreate, cuGreenCtxCreate, 12040, Optional)                                        \
     X(cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, Optional)                                      \
-    X(cuCtxFromGreenCtx, cuCtxFromGreenCtx, 12040, Optional)
+    X(cuCtxFromGreenCtx, cuCtxFromGreenCtx, 12040, Optional)                                      \
+    X(cuGreenCtxGetDevResource, cuGreenCtxGetDevResource, 12040, Optional)                        \
+    X(cuCtxGetDevResource, cuCtxGetDevResource, 12040, Optional)                                  \
+    X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate, 12050, Optional)                            \
+    X(cuStreamGetGreenCtx, cuStreamGetGreenCtx, 12040, Optional)
 // clang-format on
 
 enum class EntryKind { Required, Optional };

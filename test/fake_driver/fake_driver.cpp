@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -56,6 +57,7 @@ struct State {
     // Every context ever made, never freed: a stale handle must stay readable, as in the driver.
     std::vector<std::unique_ptr<FakeContext>> allContexts;
     std::vector<std::unique_ptr<struct FakeGreen>> greens;
+    std::vector<std::unique_ptr<struct FakeDesc>> descs; // the driver's: CUDA 13.0 cannot free one
     // Transparent comparators: counting a call must not allocate (guards are tested for that).
     std::map<std::string, long, std::less<>> calls;
     std::map<std::string, std::vector<Injection>, std::less<>> injections;
@@ -597,22 +599,115 @@ CUresult CUDAAPI fakeModuleGetLoadingMode(CUmoduleLoadingMode* mode)
     return CUDA_SUCCESS;
 }
 
-// Green contexts: an SM split of the device, with a context of its own.
+// Green contexts: SM resources, splits, descriptors and green contexts, modelled on what cuda.h
+// (CUDA 13.0, "Green Contexts") documents for compute capability 9.0 (the H200: 132 SMs). The real
+// driver tells its users SM counts only; the fake also keeps which SMs each resource holds (in the
+// resource's internal padding, as a driver may), so that CPU tests can see two green contexts
+// overlap (cuctx_fake_green_overlap). What it models:
+// - a split's groups hold at least 8 SMs and a multiple of 8 (minCount is rounded up to that
+//   granularity), taken from the input's SMs in order; what is left goes to `remaining`;
+// - a split's outputs (groups and remainder) cannot be split again, only turned into a
+//   descriptor (CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION); a green context's own resource can;
+// - one descriptor may hold several resources only if they come from one split instance;
+// - descriptors belong to the driver (CUDA 13.0 has no call that frees one);
+// - a green context's streams: cuGreenCtxStreamCreate requires CU_STREAM_NON_BLOCKING.
+constexpr unsigned kSmCount = 132;
+constexpr unsigned kSmGranularity = 8;
+constexpr std::uint32_t kResourceMagic = 0x67726e31; // "grn1"
+
+struct SmSet {
+    std::uint64_t bits[4] = {};
+    void add(unsigned sm) { bits[sm / 64] |= std::uint64_t{1} << (sm % 64); }
+    bool has(unsigned sm) const { return (bits[sm / 64] >> (sm % 64) & 1) != 0; }
+    unsigned count() const
+    {
+        unsigned n = 0;
+        for (std::uint64_t b : bits)
+            n += static_cast<unsigned>(__builtin_popcountll(b));
+        return n;
+    }
+    bool overlaps(const SmSet& o) const
+    {
+        for (int i = 0; i < 4; ++i)
+            if ((bits[i] & o.bits[i]) != 0)
+                return true;
+        return false;
+    }
+    void merge(const SmSet& o)
+    {
+        for (int i = 0; i < 4; ++i)
+            bits[i] |= o.bits[i];
+    }
+};
+
+// What the fake keeps in a CUdevResource's internal padding.
+struct ResourceTag {
+    std::uint32_t magic;
+    std::int32_t device;
+    std::uint64_t split; // the split instance that made it; 0 for a device's or a context's own
+    SmSet sms;
+};
+static_assert(sizeof(ResourceTag) <= sizeof(CUdevResource::_internal_padding));
+
+void writeResource(CUdevResource* out, int device, std::uint64_t split, const SmSet& sms)
+{
+    *out = CUdevResource{};
+    out->type = CU_DEV_RESOURCE_TYPE_SM;
+    const ResourceTag tag{kResourceMagic, device, split, sms};
+    std::memcpy(out->_internal_padding, &tag, sizeof tag);
+    out->sm.smCount = sms.count();
+    out->sm.minSmPartitionSize = kSmGranularity;
+    out->sm.smCoscheduledAlignment = split == 0 ? 2 : kSmGranularity;
+}
+
+bool readResource(const CUdevResource& in, ResourceTag* tag)
+{
+    if (in.type != CU_DEV_RESOURCE_TYPE_SM)
+        return false;
+    std::memcpy(tag, in._internal_padding, sizeof *tag);
+    return tag->magic == kResourceMagic;
+}
+
+SmSet wholeDevice()
+{
+    SmSet all;
+    for (unsigned sm = 0; sm < kSmCount; ++sm)
+        all.add(sm);
+    return all;
+}
+
+struct FakeDesc {
+    int device;
+    SmSet sms;
+};
+
 struct FakeGreen {
     FakeContext* context;
+    SmSet sms;
     bool destroyed = false;
 };
+
+std::atomic<std::uint64_t> g_nextSplit{1};
+
+// The green context whose converted context is `c`, or nullptr. Under the state's mutex.
+FakeGreen* greenOf(State& s, const FakeContext* c)
+{
+    for (const auto& g : s.greens)
+        if (g->context == c)
+            return g.get();
+    return nullptr;
+}
 
 CUresult CUDAAPI fakeDeviceGetDevResource(CUdevice device, CUdevResource* resource, CUdevResourceType type)
 {
     FAKE_ENTER("cuDeviceGetDevResource");
     if (!validDevice(device))
         return CUDA_ERROR_INVALID_DEVICE;
-    if (type != CU_DEV_RESOURCE_TYPE_SM)
+    if (resource == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    *resource = CUdevResource{};
-    resource->type = CU_DEV_RESOURCE_TYPE_SM;
-    resource->sm.smCount = 132;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    writeResource(resource, device, 0, wholeDevice());
     return CUDA_SUCCESS;
 }
 
@@ -620,17 +715,40 @@ CUresult CUDAAPI fakeDevSmResourceSplitByCount(CUdevResource* result, unsigned i
                                                CUdevResource* remaining, unsigned int, unsigned int minCount)
 {
     FAKE_ENTER("cuDevSmResourceSplitByCount");
-    if (input == nullptr || groups == nullptr || minCount == 0)
+    ResourceTag in{};
+    if (input == nullptr || groups == nullptr || (result != nullptr && *groups == 0))
         return CUDA_ERROR_INVALID_VALUE;
-    const unsigned possible = input->sm.smCount / minCount;
+    if (!readResource(*input, &in))
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    if (in.split != 0)
+        return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION; // a split's output: make a green context first
+    const unsigned available = in.sms.count();
+    if (minCount == 0 || minCount > available)
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned size = (std::max(minCount, kSmGranularity) + kSmGranularity - 1) / kSmGranularity * kSmGranularity;
+    const unsigned possible = available / size;
+    if (result == nullptr) {
+        *groups = possible;
+        return CUDA_SUCCESS;
+    }
     *groups = std::min(*groups, possible);
+    const std::uint64_t split = g_nextSplit.fetch_add(1);
+    unsigned sm = 0;
     for (unsigned i = 0; i < *groups; ++i) {
-        result[i] = *input;
-        result[i].sm.smCount = minCount;
+        SmSet group;
+        for (unsigned taken = 0; taken < size; ++sm)
+            if (in.sms.has(sm)) {
+                group.add(sm);
+                ++taken;
+            }
+        writeResource(&result[i], in.device, split, group);
     }
     if (remaining != nullptr) {
-        *remaining = *input;
-        remaining->sm.smCount = input->sm.smCount - *groups * minCount;
+        SmSet rest;
+        for (; sm < 256; ++sm)
+            if (in.sms.has(sm))
+                rest.add(sm);
+        writeResource(remaining, in.device, split, rest);
     }
     return CUDA_SUCCESS;
 }
@@ -640,24 +758,42 @@ CUresult CUDAAPI fakeDevResourceGenerateDesc(CUdevResourceDesc* desc, CUdevResou
     FAKE_ENTER("cuDevResourceGenerateDesc");
     if (desc == nullptr || resources == nullptr || count == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    *desc = reinterpret_cast<CUdevResourceDesc>(resources); // only passed back to cuGreenCtxCreate
+    auto made = std::make_unique<FakeDesc>();
+    for (unsigned i = 0; i < count; ++i) {
+        ResourceTag tag{};
+        if (!readResource(resources[i], &tag))
+            return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+        ResourceTag first{};
+        (void)readResource(resources[0], &first);
+        if (tag.device != first.device || (count > 1 && (tag.split == 0 || tag.split != first.split)) ||
+            made->sms.overlaps(tag.sms))
+            return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION; // several resources: outputs of one split
+        made->device = tag.device;
+        made->sms.merge(tag.sms);
+    }
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.descs.push_back(std::move(made)); // the driver's, never freed (there is no call to free one)
+    *desc = reinterpret_cast<CUdevResourceDesc>(s.descs.back().get());
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI fakeGreenCtxCreate(CUgreenCtx* out, CUdevResourceDesc, CUdevice device, unsigned int flags)
+CUresult CUDAAPI fakeGreenCtxCreate(CUgreenCtx* out, CUdevResourceDesc desc, CUdevice device, unsigned int flags)
 {
     FAKE_ENTER("cuGreenCtxCreate");
     if (!validDevice(device))
         return CUDA_ERROR_INVALID_DEVICE;
-    if ((flags & CU_GREEN_CTX_DEFAULT_STREAM) == 0)
+    if ((flags & CU_GREEN_CTX_DEFAULT_STREAM) == 0 || desc == nullptr || out == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const auto* d = reinterpret_cast<const FakeDesc*>(desc);
+    if (d->device != device)
         return CUDA_ERROR_INVALID_VALUE;
     State& s = state();
     std::lock_guard lock(s.mutex);
     FakeContext* c = newContext(s, device, 0, false);
     s.liveCreated.insert(c);
-    auto* green = new FakeGreen{c};
-    s.greens.push_back(std::unique_ptr<FakeGreen>(green));
-    *out = reinterpret_cast<CUgreenCtx>(green);
+    s.greens.push_back(std::make_unique<FakeGreen>(FakeGreen{c, d->sms}));
+    *out = reinterpret_cast<CUgreenCtx>(s.greens.back().get());
     return CUDA_SUCCESS; // a green context is not pushed
 }
 
@@ -667,6 +803,73 @@ CUresult CUDAAPI fakeCtxFromGreenCtx(CUcontext* out, CUgreenCtx green)
     if (green == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
     *out = reinterpret_cast<CUcontext>(reinterpret_cast<FakeGreen*>(green)->context);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeGreenCtxGetDevResource(CUgreenCtx handle, CUdevResource* resource, CUdevResourceType type)
+{
+    FAKE_ENTER("cuGreenCtxGetDevResource");
+    auto* green = reinterpret_cast<FakeGreen*>(handle);
+    if (green == nullptr || resource == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (green->destroyed)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    writeResource(resource, green->context->device, 0, green->sms);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeCtxGetDevResource(CUcontext ctx, CUdevResource* resource, CUdevResourceType type)
+{
+    FAKE_ENTER("cuCtxGetDevResource");
+    auto* c = reinterpret_cast<FakeContext*>(ctx);
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (resource == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    if (c->destroyed.load())
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    const FakeGreen* green = greenOf(s, c);
+    writeResource(resource, c->device, 0, green != nullptr ? green->sms : wholeDevice());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeGreenCtxStreamCreate(CUstream* out, CUgreenCtx handle, unsigned int flags, int priority)
+{
+    FAKE_ENTER("cuGreenCtxStreamCreate");
+    auto* green = reinterpret_cast<FakeGreen*>(handle);
+    if (green == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (out == nullptr || (flags & CU_STREAM_NON_BLOCKING) == 0)
+        return CUDA_ERROR_INVALID_VALUE; // "CU_STREAM_NON_BLOCKING must be specified"
+    {
+        State& s = state();
+        std::lock_guard lock(s.mutex);
+        if (green->destroyed)
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
+    *out = newStream(green->context, flags, priority); // ignores the current context, as the driver does
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fakeStreamGetGreenCtx(CUstream stream, CUgreenCtx* out)
+{
+    FAKE_ENTER("cuStreamGetGreenCtx");
+    if (out == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const FakeContext* c = stream != nullptr ? streamContext(stream) : top();
+    if (stream != nullptr && c == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    *out = reinterpret_cast<CUgreenCtx>(c != nullptr ? greenOf(s, c) : nullptr);
     return CUDA_SUCCESS;
 }
 
@@ -726,6 +929,10 @@ const Export kExports[] = {
     FAKE_EXPORT("cuGreenCtxCreate", 12040, fakeGreenCtxCreate),
     FAKE_EXPORT("cuCtxFromGreenCtx", 12040, fakeCtxFromGreenCtx),
     FAKE_EXPORT("cuGreenCtxDestroy", 12040, fakeGreenCtxDestroy),
+    FAKE_EXPORT("cuGreenCtxGetDevResource", 12040, fakeGreenCtxGetDevResource),
+    FAKE_EXPORT("cuCtxGetDevResource", 12040, fakeCtxGetDevResource),
+    FAKE_EXPORT("cuGreenCtxStreamCreate", 12050, fakeGreenCtxStreamCreate),
+    FAKE_EXPORT("cuStreamGetGreenCtx", 12040, fakeStreamGetGreenCtx),
 };
 #undef FAKE_EXPORT
 
@@ -842,6 +1049,18 @@ int cuctx_fake_live_contexts()
     State& s = state();
     std::lock_guard lock(s.mutex);
     return static_cast<int>(s.liveCreated.size());
+}
+
+int cuctx_fake_green_overlap(const void* a, const void* b)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    const auto* x = reinterpret_cast<const FakeGreen*>(a);
+    const auto* y = reinterpret_cast<const FakeGreen*>(b);
+    unsigned shared = 0;
+    for (unsigned sm = 0; sm < 256; ++sm)
+        shared += x->sms.has(sm) && y->sms.has(sm) ? 1 : 0;
+    return static_cast<int>(shared);
 }
 
 int cuctx_fake_primary_refcount(int device)

@@ -35,6 +35,10 @@ int cuctx_fake_live_contexts();
 /// The primary context's retain count on `device`.
 int cuctx_fake_primary_refcount(int device);
 
+/// How many SMs two green contexts (CUgreenCtx handles) share. The real driver reports SM counts
+/// only; the fake knows which SMs each split gave (see the green-context section of fake_driver.cpp).
+int cuctx_fake_green_overlap(const void* a, const void* b);
+
 } // extern "C"
 
 extern "C" {

@@ -38,6 +38,11 @@ bool onCallbackThread();
 /// Waits until every host callback queued so far on `stream` (any stream: nullptr) has returned.
 void waitForCallbacks(const void* stream);
 
+/// A new stream of context `c` (fake_streams.cpp), for cuGreenCtxStreamCreate.
+CUstream newStream(FakeContext* c, unsigned flags, int priority);
+/// The context of a live stream, or nullptr.
+FakeContext* streamContext(CUstream stream);
+
 std::span<const Export> moduleExports();
 std::span<const Export> streamExports();
 void resetModules(); // under cuctx_fake_reset

@@ -136,19 +136,36 @@ FakeEvent* liveEvent(CUevent e)
     return st.events.count(ev) != 0 ? ev : nullptr;
 }
 
-CUresult CUDAAPI fakeStreamCreateWithPriority(CUstream* out, unsigned flags, int priority)
+} // namespace
+
+CUstream fake::newStream(FakeContext* c, unsigned flags, int priority)
 {
-    FAKE_ENTER("cuStreamCreateWithPriority");
-    FakeContext* c = nullptr;
-    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
-        return r;
     if (priority > 0 || priority < -5)
         priority = priority > 0 ? 0 : -5; // the driver clamps to the range
     auto* s = new FakeStream{c, flags, priority};
     Streams& st = streams();
     std::lock_guard lock(st.mutex);
     st.streams.insert(s);
-    *out = reinterpret_cast<CUstream>(s);
+    return reinterpret_cast<CUstream>(s);
+}
+
+FakeContext* fake::streamContext(CUstream stream)
+{
+    Streams& st = streams();
+    std::lock_guard lock(st.mutex);
+    auto* fs = reinterpret_cast<FakeStream*>(stream);
+    return st.streams.count(fs) != 0 ? fs->context : nullptr;
+}
+
+namespace {
+
+CUresult CUDAAPI fakeStreamCreateWithPriority(CUstream* out, unsigned flags, int priority)
+{
+    FAKE_ENTER("cuStreamCreateWithPriority");
+    FakeContext* c = nullptr;
+    if (CUresult r = currentForWork(&c); r != CUDA_SUCCESS)
+        return r;
+    *out = newStream(c, flags, priority);
     return CUDA_SUCCESS;
 }
 
