@@ -62,10 +62,22 @@ public:
     static Context primary(const Device& device);
     /// Sets the primary context's flags (cuDevicePrimaryCtxSetFlags), then retains it.
     static Context primary(const Device& device, const ContextOptions& options);
-    /// A green context: `smCount` SMs of the device, split off with cuDevSmResourceSplitByCount
-    /// (CUDA 12.4). It may be current on one thread at a time: a guard on a second thread fails with
-    /// Errc::context_busy.
+    /// A green context: at least `smCount` SMs of the device (greenPartition(device, {smCount})).
+    /// Each call splits the whole device anew, so green contexts made by separate calls may share SMs
+    /// (nothing keeps them apart): for contexts that must not overlap, make them
+    /// together with greenPartition. It may be current on one thread at a time: a guard on a second
+    /// thread fails with Errc::context_busy.
     static Context green(const Device& device, unsigned smCount);
+    /// Green contexts that share no SM, one per entry of `smCounts`, in that order: the device's
+    /// SMs are split once (cuDevSmResourceSplitByCount, CUDA 12.4) into groups of the requests'
+    /// greatest common divisor, which the driver rounds up to its granularity (on compute
+    /// capability 9.0, a multiple of 8: {24, 40} gives 24 and 40 SMs, {20} gives 24), and each
+    /// partition gets whole groups of that one split. Each count is then checked with
+    /// cuGreenCtxGetDevResource; smCount() tells what each got. An empty list, a 0, a sum over the
+    /// device's SMs, or requests that the rounding makes too large are an Errc::invalid_argument
+    /// error naming the device, the request and what the device has; on any error no green context
+    /// is left behind. See docs/contexts.md, "Green contexts".
+    static std::vector<Context> greenPartition(const Device& device, const std::vector<unsigned>& smCounts);
     /// A context that other code made (the runtime API, a framework, another library), for cuctx's
     /// guards, registry, modules, streams and launches. cuctx never destroys or releases it: its owner
     /// must keep it alive while any Context handle of it, or anything made in it through cuctx (a
@@ -90,6 +102,9 @@ public:
     bool isPrimary() const;
     /// Whether it is a green context (Context::green).
     bool isGreen() const;
+    /// The SMs this context's kernels may run on: a green context's share (cuGreenCtxGetDevResource),
+    /// else the device's (cuCtxGetDevResource). Needs CUDA 12.4.
+    unsigned smCount() const;
     /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it. Like every query
     /// here, it first reports (throws) an error recorded on the context (checkRecordedError).
     bool isBorrowed() const;
@@ -125,6 +140,10 @@ public:
 
     /// The driver's handle, or nullptr for an empty Context. It stays valid while this handle lives.
     CUcontext native() const noexcept;
+
+    /// A green context's driver handle (for cuGreenCtx* calls), nullptr for any other context. It
+    /// stays valid while this handle lives.
+    CUgreenCtx nativeGreen() const noexcept;
 
     /// Whether both handles refer to the same context (or both are empty).
     friend bool operator==(const Context& a, const Context& b) noexcept { return a.state_ == b.state_; }

@@ -11,6 +11,12 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace cuctx {
 
 using detail::api;
@@ -188,44 +194,188 @@ Context Context::primary(const Device& device, const ContextOptions& options)
     return primary(device);
 }
 
-Context Context::green(const Device& device, unsigned smCount)
+namespace {
+
+const detail::DriverApi& greenApi(const char* who)
 {
-    const detail::DriverApi& d = api("cuctx::Context::green");
+    const detail::DriverApi& d = api(who);
     for (auto [entry, name] :
          {std::pair{reinterpret_cast<const void*>(d.cuGreenCtxCreate), "cuGreenCtxCreate"},
           {reinterpret_cast<const void*>(d.cuDeviceGetDevResource), "cuDeviceGetDevResource"},
           {reinterpret_cast<const void*>(d.cuDevSmResourceSplitByCount), "cuDevSmResourceSplitByCount"},
           {reinterpret_cast<const void*>(d.cuDevResourceGenerateDesc), "cuDevResourceGenerateDesc"},
           {reinterpret_cast<const void*>(d.cuCtxFromGreenCtx), "cuCtxFromGreenCtx"},
+          {reinterpret_cast<const void*>(d.cuGreenCtxGetDevResource), "cuGreenCtxGetDevResource"},
           {reinterpret_cast<const void*>(d.cuGreenCtxDestroy), "cuGreenCtxDestroy"}})
         detail::requireEntry(entry, name);
+    return d;
+}
+
+// "{24, 40}" and "24+40 = 64": how error messages show a request.
+std::string listOf(const std::vector<unsigned>& counts)
+{
+    std::string text = "{";
+    for (std::size_t i = 0; i < counts.size(); ++i)
+        text += (i == 0 ? "" : ", ") + std::to_string(counts[i]);
+    return text + "}";
+}
+
+// A green context that is not yet owned by a ContextState: destroyed if what follows fails.
+struct PendingGreen {
+    CUgreenCtx handle = nullptr;
+    PendingGreen() = default;
+    PendingGreen(const PendingGreen&) = delete;
+    PendingGreen& operator=(const PendingGreen&) = delete;
+    ~PendingGreen()
+    {
+        if (handle != nullptr)
+            (void)api().cuGreenCtxDestroy(handle);
+    }
+};
+
+} // namespace
+
+std::vector<Context> Context::greenPartition(const Device& device, const std::vector<unsigned>& smCounts)
+{
+    constexpr const char* who = "cuctx::Context::greenPartition";
+    const detail::DriverApi& d = greenApi(who);
     const detail::Subject subject{.device = device.ordinal()};
     CUdevResource all{};
     check(d.cuDeviceGetDevResource(device.native(), &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource", subject);
-    CUdevResource part{};
-    CUdevResource remaining{};
-    unsigned groups = 1;
-    check(d.cuDevSmResourceSplitByCount(&part, &groups, &all, &remaining, 0, smCount), "cuDevSmResourceSplitByCount",
-          subject);
-    if (groups < 1)
-        detail::throwError(Errc::invalid_argument, "cuctx::Context::green",
-                           "the device cannot give a group of " + std::to_string(smCount) + " SMs (it has " +
-                               std::to_string(all.sm.smCount) + ")",
-                           "Ask for fewer SMs", subject);
-    CUdevResourceDesc desc{};
-    check(d.cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", subject);
-    CUgreenCtx green = nullptr;
-    check(d.cuGreenCtxCreate(&green, desc, device.native(), CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", subject);
-    CUcontext handle = nullptr;
-    if (const CUresult r = d.cuCtxFromGreenCtx(&handle, green); r != CUDA_SUCCESS) {
-        (void)d.cuGreenCtxDestroy(green);
-        check(r, "cuCtxFromGreenCtx", subject);
+    const unsigned available = all.sm.smCount;
+    const std::string asked = "partition " + listOf(smCounts) + " of device " + std::to_string(device.ordinal());
+    if (smCounts.empty())
+        detail::throwError(Errc::invalid_argument, who, "no partition asked for (the list of SM counts is empty)",
+                           "Pass one SM count per green context", subject);
+    std::uint64_t total = 0;
+    unsigned unit = 0; // the largest group size every request is a whole number of
+    for (unsigned n : smCounts) {
+        if (n == 0)
+            detail::throwError(Errc::invalid_argument, who, asked + ": a partition of 0 SMs",
+                               "Ask for at least one SM per partition (the driver rounds up to its minimum, " +
+                                   std::to_string(all.sm.minSmPartitionSize) + " here)",
+                               subject);
+        total += n;
+        unit = std::gcd(unit, n);
     }
-    ContextState* state = newState(handle, device, detail::ContextKind::green);
-    state->green = green;
-    detail::registerContext(state);
-    detail::logTrace("thread {}: created {} with {} SMs", gettid(), detail::describeContext(*state), part.sm.smCount);
-    return Context(state);
+    if (total > available)
+        detail::throwError(Errc::invalid_argument, who,
+                           asked + " asks for " + std::to_string(total) + " SMs; the device has " +
+                               std::to_string(available),
+                           "Ask for fewer SMs in all", subject);
+
+    // One split of the whole device into groups of `unit` SMs (rounded up by the driver to its
+    // granularity); each partition gets whole groups. All groups come from this one split, which
+    // the driver guarantees disjoint, and a descriptor may combine outputs of one split.
+    std::vector<CUdevResource> groups(available);
+    unsigned made = available;
+    CUdevResource remaining{};
+    if (const CUresult r = d.cuDevSmResourceSplitByCount(groups.data(), &made, &all, &remaining, 0, unit);
+        r != CUDA_SUCCESS)
+        detail::throwDriverError(r, "cuDevSmResourceSplitByCount", subject, SourceLocation::current(),
+                                 asked + ": splitting its " + std::to_string(available) + " SMs into groups of " +
+                                     std::to_string(unit) + " failed",
+                                 "Ask for multiples of the device's partition granularity (minimum " +
+                                     std::to_string(all.sm.minSmPartitionSize) + " SMs)");
+    std::vector<std::pair<unsigned, unsigned>> ranges; // first group, group count, per partition
+    std::vector<unsigned> expected;                    // SMs per partition, as the split gave them
+    unsigned next = 0;
+    for (unsigned n : smCounts) {
+        const unsigned first = next;
+        unsigned sms = 0;
+        while (sms < n && next < made)
+            sms += groups[next++].sm.smCount;
+        if (sms < n) {
+            const unsigned size = made > 0 ? groups[0].sm.smCount : unit;
+            std::uint64_t rounded = 0;
+            for (unsigned m : smCounts)
+                rounded += (m + size - 1) / size * std::uint64_t{size};
+            detail::throwError(Errc::invalid_argument, who,
+                               asked + " asks for " + std::to_string(total) + " SMs, " + std::to_string(rounded) +
+                                   " once each is rounded up to whole groups of " + std::to_string(size) +
+                                   " SMs (the driver's granularity: minimum " +
+                                   std::to_string(all.sm.minSmPartitionSize) + ", alignment " +
+                                   std::to_string(all.sm.smCoscheduledAlignment) + "); the device has " +
+                                   std::to_string(available) + " SMs, and one split of them gives " +
+                                   std::to_string(made) + " such groups (" + std::to_string(made * size) + " SMs)",
+                               "Ask for fewer SMs, or for multiples of " + std::to_string(size), subject);
+        }
+        ranges.emplace_back(first, next - first);
+        expected.push_back(sms);
+    }
+
+    std::vector<Context> partitions; // dropping it on an error destroys the green contexts made so far
+    partitions.reserve(smCounts.size());
+    for (std::size_t i = 0; i < smCounts.size(); ++i) {
+        CUdevResourceDesc desc = nullptr; // the driver's (CUDA 13.0 has no call that frees one)
+        check(d.cuDevResourceGenerateDesc(&desc, &groups[ranges[i].first], ranges[i].second),
+              "cuDevResourceGenerateDesc", subject);
+        PendingGreen green;
+        check(d.cuGreenCtxCreate(&green.handle, desc, device.native(), CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
+              subject);
+        CUcontext handle = nullptr;
+        check(d.cuCtxFromGreenCtx(&handle, green.handle), "cuCtxFromGreenCtx", subject);
+        ContextState* state = newState(handle, device, detail::ContextKind::green);
+        state->green = green.handle;
+        try {
+            detail::registerContext(state);
+        } catch (...) {
+            delete state; // `green` still destroys the green context
+            throw;
+        }
+        green.handle = nullptr;
+        partitions.push_back(Context(state)); // reserved: cannot throw
+    }
+
+    // What the driver says each green context has: the counts the split gave, and no more than the
+    // device in all. (The driver reports SM counts, not which SMs: disjointness itself is the
+    // split's guarantee, docs/contexts.md.)
+    std::uint64_t reported = 0;
+    for (std::size_t i = 0; i < partitions.size(); ++i) {
+        const unsigned got = partitions[i].smCount();
+        reported += got;
+        if (got != expected[i])
+            detail::throwError(Errc::invalid_argument, who,
+                               asked + ": the driver reports " + std::to_string(got) + " SMs for partition " +
+                                   std::to_string(i) + ", whose split groups held " + std::to_string(expected[i]),
+                               "Report this: the driver's green-context resources disagree with its split", subject);
+    }
+    if (reported > available)
+        detail::throwError(Errc::invalid_argument, who,
+                           asked + ": the partitions report " + std::to_string(reported) +
+                               " SMs in all; the device has " + std::to_string(available),
+                           "Report this: the driver's green contexts overlap", subject);
+    for (std::size_t i = 0; i < partitions.size(); ++i)
+        detail::logTrace("thread {}: created {} with {} SMs (asked for {})", gettid(),
+                         detail::describeContext(*detail::ContextAccess::state(partitions[i])), expected[i],
+                         smCounts[i]);
+    return partitions;
+}
+
+Context Context::green(const Device& device, unsigned smCount)
+{
+    return std::move(greenPartition(device, {smCount}).front());
+}
+
+unsigned Context::smCount() const
+{
+    ContextState& s = detail::checkedState(*this, "cuctx::Context::smCount");
+    const detail::DriverApi& d = api();
+    CUdevResource resource{};
+    if (s.kind == detail::ContextKind::green) {
+        detail::requireEntry(reinterpret_cast<const void*>(d.cuGreenCtxGetDevResource), "cuGreenCtxGetDevResource");
+        check(d.cuGreenCtxGetDevResource(s.green, &resource, CU_DEV_RESOURCE_TYPE_SM), "cuGreenCtxGetDevResource",
+              subjectOf(s));
+    } else {
+        detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxGetDevResource), "cuCtxGetDevResource");
+        check(d.cuCtxGetDevResource(s.handle, &resource, CU_DEV_RESOURCE_TYPE_SM), "cuCtxGetDevResource", subjectOf(s));
+    }
+    return resource.sm.smCount;
+}
+
+CUgreenCtx Context::nativeGreen() const noexcept
+{
+    return state_ != nullptr && state_->kind == detail::ContextKind::green ? state_->green : nullptr;
 }
 
 Context Context::borrow(CUcontext handle)
