@@ -50,7 +50,9 @@ struct StreamOptions {
 class CUCTX_API Stream {
 public:
     Stream() = default; ///< empty
-    /// A new stream in `context`; a priority outside the context's range is an error naming it.
+    /// A new stream in `context`; a priority outside the context's range is an error naming it. In
+    /// a green context it is made with cuGreenCtxStreamCreate (CUDA 12.5), which requires a
+    /// non-blocking stream: `options.nonBlocking == false` is then an Errc::invalid_argument error.
     explicit Stream(const Context& context, const StreamOptions& options = {});
     /// Takes over `other`'s stream; `other` is left empty.
     Stream(Stream&& other) noexcept = default;

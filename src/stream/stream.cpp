@@ -79,11 +79,25 @@ Stream::Stream(const Context& context, const StreamOptions& options)
             "priority " + std::to_string(options.priority) + " is outside this context's range, " +
                 std::to_string(range.least) + " (lowest) to " + std::to_string(range.greatest) + " (highest)",
             "Use Context::streamPriorityRange(): lower numbers are higher priorities", detail::subjectOf(cs));
-    ContextGuard guard(context);
     CUstream stream = nullptr;
-    detail::check(detail::api().cuStreamCreateWithPriority(&stream, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0,
-                                                           options.priority),
-                  "cuStreamCreateWithPriority", detail::subjectOf(cs));
+    if (cs.kind == detail::ContextKind::green) {
+        // A green context's streams come from cuGreenCtxStreamCreate, which needs no current context
+        // and accepts only non-blocking streams.
+        if (!options.nonBlocking)
+            detail::throwError(Errc::invalid_argument, "cuctx::Stream",
+                               "a stream of a green context must be non-blocking (cuGreenCtxStreamCreate "
+                               "requires CU_STREAM_NON_BLOCKING)",
+                               "Leave StreamOptions::nonBlocking at true", detail::subjectOf(cs));
+        const detail::DriverApi& d = detail::api();
+        detail::requireEntry(reinterpret_cast<const void*>(d.cuGreenCtxStreamCreate), "cuGreenCtxStreamCreate");
+        detail::check(d.cuGreenCtxStreamCreate(&stream, cs.green, CU_STREAM_NON_BLOCKING, options.priority),
+                      "cuGreenCtxStreamCreate", detail::subjectOf(cs));
+    } else {
+        ContextGuard guard(context);
+        detail::check(detail::api().cuStreamCreateWithPriority(
+                          &stream, options.nonBlocking ? CU_STREAM_NON_BLOCKING : 0, options.priority),
+                      "cuStreamCreateWithPriority", detail::subjectOf(cs));
+    }
     owned_ = detail::ContextOwned<detail::StreamTraits>(context, stream);
     detail::g_liveStreams.fetch_add(1, std::memory_order_relaxed);
 }

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Green contexts: current on one thread at a time; partitions that share no SM.
+// Green contexts: current on one thread at a time; partitions that share no SM; their streams.
 
 #include "driver_helpers.hpp"
+#include "module_helpers.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"
+#include "cuctx/device_buffer.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/launch.hpp"
+#include "cuctx/module.hpp"
+#include "cuctx/stream.hpp"
 
 #include <cstdint>
 #include <numeric>
@@ -155,6 +160,54 @@ TEST_CASE("Context::green splits independently, so two of them share SMs; a part
     CHECK(cuctx_fake_green_overlap(parts[0].nativeGreen(), parts[1].nativeGreen()) == 0);
 }
 #endif
+
+TEST_CASE("a stream on a green partition runs work", "[green][stream]")
+{
+    cuctx::test::drainRawStack();
+    if (!haveGreenContexts() || cuctx::test::raw().cuGreenCtxStreamCreate == nullptr)
+        return;
+    const std::vector<Context> parts = Context::greenPartition(Device::get(0), {16, 32});
+    const Context& part = parts[1];
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const long greenStreams = cuctx_fake_calls("cuGreenCtxStreamCreate");
+#endif
+    const cuctx::Stream stream(part);
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_calls("cuGreenCtxStreamCreate") == greenStreams + 1);
+#endif
+    CHECK(stream.nonBlocking());
+    if (cuctx::test::raw().cuStreamGetGreenCtx != nullptr) {
+        CUgreenCtx owner = nullptr;
+        REQUIRE(cuctx::test::raw().cuStreamGetGreenCtx(stream.native(), &owner) == CUDA_SUCCESS);
+        CHECK(owner == part.nativeGreen());
+    }
+    constexpr unsigned n = 1024;
+    const cuctx::DeviceBuffer in(part, n * sizeof(float));
+    const cuctx::DeviceBuffer out(part, n * sizeof(float));
+    in.fill32(0x40400000u, stream); // 3.0f
+    out.fill32(0u, stream);
+    const cuctx::Module module = cuctx::Module::fromPtx(part, cuctx::test::readText(cuctx::test::testPtxPath()));
+    cuctx::launch(module.function("scale"), {.grid = {n / 256, 1, 1}, .block = {256, 1, 1}, .stream = stream.native()},
+                  out.address(), in.address(), 2.0f, n);
+    stream.synchronize();
+    const std::vector<float> result = out.download<float>();
+    REQUIRE(result.size() == n);
+    if (!cuctx::test::kFakeDriver) { // the fake runs no kernels
+        CHECK(result.front() == 6.0f);
+        CHECK(result.back() == 6.0f);
+    }
+    CHECK(in.download<float>().back() == 3.0f);
+    Errc condition{};
+    std::string blocking;
+    try {
+        const cuctx::Stream s(part, {.nonBlocking = false});
+    } catch (const cuctx::Error& e) {
+        condition = e.condition();
+        blocking = e.what();
+    }
+    CHECK(condition == Errc::invalid_argument);
+    CHECK_THAT(blocking, Catch::Matchers::Contains("CU_STREAM_NON_BLOCKING"));
+}
 
 TEST_CASE("greenPartition refuses what the device cannot give, naming the device, the request and its SMs", "[green]")
 {
