@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -211,7 +212,7 @@ const detail::DriverApi& greenApi(const char* who)
     return d;
 }
 
-// "{24, 40}" and "24+40 = 64": how error messages show a request.
+// "{24, 40}": how error messages show a request.
 std::string listOf(const std::vector<unsigned>& counts)
 {
     std::string text = "{";
@@ -277,6 +278,7 @@ std::vector<Context> Context::greenPartition(const Device& device, const std::ve
                                      std::to_string(unit) + " failed",
                                  "Ask for multiples of the device's partition granularity (minimum " +
                                      std::to_string(all.sm.minSmPartitionSize) + " SMs)");
+    made = std::min(made, available);
     std::vector<std::pair<unsigned, unsigned>> ranges; // first group, group count, per partition
     std::vector<unsigned> expected;                    // SMs per partition, as the split gave them
     unsigned next = 0;
@@ -286,7 +288,7 @@ std::vector<Context> Context::greenPartition(const Device& device, const std::ve
         while (sms < n && next < made)
             sms += groups[next++].sm.smCount;
         if (sms < n) {
-            const unsigned size = made > 0 ? groups[0].sm.smCount : unit;
+            const unsigned size = std::max(1u, made > 0 ? groups[0].sm.smCount : unit);
             std::uint64_t rounded = 0;
             for (unsigned m : smCounts)
                 rounded += (m + size - 1) / size * std::uint64_t{size};
