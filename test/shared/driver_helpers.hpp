@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "context/context_state.hpp"
+#include "cuctx/device.hpp"
 #include "driver/driver_state.hpp"
 
 #ifdef CUCTX_TEST_FAKE_DRIVER
@@ -27,6 +28,19 @@ inline CUcontext rawCurrent()
 {
     CUcontext c = nullptr;
     REQUIRE(raw().cuCtxGetCurrent(&c) == CUDA_SUCCESS);
+    return c;
+}
+
+/// A context created with the raw driver on device 0, as other code would: the driver leaves it
+/// pushed on this thread.
+inline CUcontext rawCreate()
+{
+    CUcontext c = nullptr;
+    const auto& d = raw();
+    const CUdevice device = Device::get(0).native();
+    const CUresult r =
+        d.cuCtxCreate_v4 != nullptr ? d.cuCtxCreate_v4(&c, nullptr, 0, device) : d.cuCtxCreate_v2(&c, 0, device);
+    REQUIRE(r == CUDA_SUCCESS);
     return c;
 }
 

@@ -27,13 +27,9 @@ namespace {
 // A context made by "other code": the raw driver, popped so that nothing is current.
 CUcontext foreignCreate()
 {
-    CUcontext handle = nullptr;
-    const auto& d = raw();
-    const CUresult r = d.cuCtxCreate_v4 != nullptr ? d.cuCtxCreate_v4(&handle, nullptr, 0, Device::get(0).native())
-                                                   : d.cuCtxCreate_v2(&handle, 0, Device::get(0).native());
-    REQUIRE(r == CUDA_SUCCESS);
+    const CUcontext handle = cuctx::test::rawCreate();
     CUcontext popped = nullptr;
-    REQUIRE(d.cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+    REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
     REQUIRE(popped == handle);
     return handle;
 }

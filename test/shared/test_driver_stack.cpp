@@ -14,20 +14,7 @@
 using cuctx::test::raw;
 using cuctx::test::rawCurrent;
 
-namespace {
-
-CUcontext rawCreate()
-{
-    CUcontext c = nullptr;
-    const auto& d = raw();
-    if (d.cuCtxCreate_v4 != nullptr)
-        REQUIRE(d.cuCtxCreate_v4(&c, nullptr, 0, cuctx::Device::get(0).native()) == CUDA_SUCCESS);
-    else
-        REQUIRE(d.cuCtxCreate_v2(&c, 0, cuctx::Device::get(0).native()) == CUDA_SUCCESS);
-    return c;
-}
-
-} // namespace
+using cuctx::test::rawCreate;
 
 TEST_CASE("driver: cuCtxCreate pushes the new context; pops are LIFO; pop on empty is 201", "[conformance][stack]")
 {
