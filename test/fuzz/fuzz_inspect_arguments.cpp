@@ -13,15 +13,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    std::vector<std::string> args(1);
-    for (std::size_t i = 0; i < size; ++i) {
-        if (data[i] == 0)
-            args.emplace_back();
-        else
-            args.back() += static_cast<char>(data[i]);
-    }
-    if (size == 0)
-        args.clear();
+    const std::vector<std::string> args = cuctx::fuzz::splitArguments(data, size);
     using cuctx::tools::ParsedArguments;
     const ParsedArguments p = cuctx::tools::parseArguments(args);
     if (p.action == ParsedArguments::Action::run) {

@@ -14,15 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    std::vector<std::string> args(1);
-    for (std::size_t i = 0; i < size; ++i) {
-        if (data[i] == 0)
-            args.emplace_back();
-        else
-            args.back() += static_cast<char>(data[i]);
-    }
-    if (size == 0)
-        args.clear();
+    const std::vector<std::string> args = cuctx::fuzz::splitArguments(data, size);
     using cuctx::tools::ParsedStressOptions;
     const ParsedStressOptions p = cuctx::tools::parseStressOptions(args, "kernels.ptx");
     if (p.action == ParsedStressOptions::Action::run) {
