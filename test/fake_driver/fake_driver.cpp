@@ -62,6 +62,8 @@ struct State {
     std::map<std::string, long, std::less<>> calls;
     std::map<std::string, std::vector<Injection>, std::less<>> injections;
     long totalCalls = 0;
+    // Per device: the sticky CUresult that poisoned it for the rest of the process, 0 if none.
+    std::vector<int> poisoned;
 };
 
 State& state()
@@ -139,6 +141,55 @@ FakeContext* fake::top()
 
 namespace {
 
+// The results that the CUDA documentation says leave the process unusable ("any further CUDA work
+// will return the same error"); see src/check/sticky.cpp for why each is there.
+bool stickyResult(int r)
+{
+    switch (r) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
+    case CUDA_ERROR_CONTAINED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+    case CUDA_ERROR_EXTERNAL_DEVICE: return true;
+    default: return false;
+    }
+}
+
+// The calls that still work on a poisoned device, as far as measured or harmless to assume: the
+// thread's context stack, device queries, and destroying a context (its objects' destroy calls fail).
+bool survivesPoison(std::string_view name)
+{
+    static constexpr std::string_view kSurvivors[] = {
+        "cuInit",
+        "cuDriverGetVersion",
+        "cuGetErrorName",
+        "cuGetErrorString",
+        "cuCtxPushCurrent",
+        "cuCtxPopCurrent",
+        "cuCtxGetCurrent",
+        "cuCtxSetCurrent",
+        "cuCtxGetDevice",
+        "cuCtxGetId",
+        "cuCtxGetApiVersion",
+        "cuCtxDestroy",
+        "cuGreenCtxDestroy",
+        "cuCtxFromGreenCtx",
+        "cuModuleGetLoadingMode",
+    };
+    if (name.starts_with("cuDevice") || name.starts_with("cuDevSmResource") || name.starts_with("cuDevResource"))
+        return true;
+    return std::find(std::begin(kSurvivors), std::end(kSurvivors), name) != std::end(kSurvivors);
+}
+
 // An integer from the environment; unset, empty or not a number: the fallback.
 int envInt(const char* name, int fallback)
 {
@@ -170,10 +221,21 @@ CUresult fake::enter(const char* name, bool needsInit)
             if (--inj->countdown == 0) {
                 const int r = inj->result;
                 it->second.erase(inj);
+                // A sticky fault poisons the device of the current context for the rest of the
+                // process, every context of it (driver-facts.md "Sticky errors").
+                if (stickyResult(r))
+                    if (const FakeContext* c = top(); c != nullptr && c->device >= 0 &&
+                                                      static_cast<std::size_t>(c->device) < s.poisoned.size() &&
+                                                      s.poisoned[static_cast<std::size_t>(c->device)] == 0)
+                        s.poisoned[static_cast<std::size_t>(c->device)] = r;
                 return static_cast<CUresult>(r);
             }
         }
     }
+    if (!s.poisoned.empty() && !survivesPoison(name))
+        if (const FakeContext* c = top(); c != nullptr && static_cast<std::size_t>(c->device) < s.poisoned.size())
+            if (const int sticky = s.poisoned[static_cast<std::size_t>(c->device)]; sticky != 0)
+                return static_cast<CUresult>(sticky); // work in any context of a poisoned device
     if (s.initPid != 0 && s.initPid != getpid())
         return CUDA_ERROR_NOT_INITIALIZED; // a child forked after cuInit: poisoned for good
     if (onCallbackThread() && name != std::string_view("cuDriverGetVersion") &&
@@ -400,6 +462,8 @@ CUresult createContext(const char* name, CUcontext* out, unsigned flags, CUdevic
     FakeContext* c = nullptr;
     {
         std::lock_guard lock(s.mutex);
+        if (const int sticky = s.poisoned[static_cast<std::size_t>(device)]; sticky != 0)
+            return static_cast<CUresult>(sticky); // measured: cuCtxCreate on a poisoned device gives 700
         c = newContext(s, device, flags, false);
         s.liveCreated.insert(c);
     }
@@ -955,6 +1019,7 @@ void configureFromEnvironment(State& s)
         }
     }
     s.primaries.assign(static_cast<std::size_t>(s.devices > 0 ? s.devices : 0), PrimaryState{});
+    s.poisoned.assign(s.primaries.size(), 0);
 }
 
 [[gnu::constructor]] void initialiseFake()
@@ -1027,6 +1092,15 @@ void cuctx_fake_fail(const char* symbol, int result, int nth)
     State& s = state();
     std::lock_guard lock(s.mutex);
     s.injections[symbol].push_back(Injection{result, nth});
+}
+
+int cuctx_fake_device_poisoned(int device)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (device < 0 || static_cast<std::size_t>(device) >= s.poisoned.size())
+        return 0;
+    return s.poisoned[static_cast<std::size_t>(device)];
 }
 
 long cuctx_fake_calls(const char* symbol)

@@ -5,7 +5,8 @@
 // loads through its ordinary loader (Driver::setLibraryPath or CUCTX_DRIVER_PATH). It models the
 // semantics measured in shared/design/driver-facts.md: per-thread context stacks (a thread-local
 // that may be destroyed before or after the program's other thread-locals), push/pop/set,
-// destroy while current elsewhere, primary-context reference counts, fork poisoning. Every
+// destroy while current elsewhere, primary-context reference counts, fork poisoning, sticky faults
+// that poison a device. Every
 // behaviour it models has a conformance test that runs against the real driver on the GPU.
 //
 // Configuration read at each cuInit: CUCTX_FAKE_DEVICES (default 2), CUCTX_FAKE_DRIVER_VERSION
@@ -22,6 +23,13 @@ void cuctx_fake_reset();
 /// Makes the `nth` next call (1 = the very next) of the entry point `symbol` return `result`
 /// without doing anything.
 void cuctx_fake_fail(const char* symbol, int result, int nth);
+
+/// The sticky CUresult that poisoned `device` for the rest of the process (until a reset), 0 if none.
+/// An injected failure (cuctx_fake_fail) with a sticky result (CUDA_ERROR_ILLEGAL_ADDRESS, ...) poisons
+/// the device of the calling thread's current context, as the real driver does after a kernel fault:
+/// from then on every call doing work in any context of that device, and cuCtxCreate on it, returns
+/// that result; the context stack, device queries and cuCtxDestroy keep working.
+int cuctx_fake_device_poisoned(int device);
 
 /// How many times `symbol` has been called since the last reset.
 long cuctx_fake_calls(const char* symbol);
