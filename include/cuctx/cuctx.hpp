@@ -15,6 +15,7 @@
 #include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/device_buffer.hpp"
+#include "cuctx/device_fault.hpp"
 #include "cuctx/device_properties.hpp"
 #include "cuctx/diagnosis.hpp"
 #include "cuctx/driver.hpp"

@@ -26,6 +26,7 @@ enum class Errc {
     invalid_state,     ///< a cuctx call was made in a state that does not allow it
     stack_mismatch,    ///< the thread's context stack is not what cuctx left there (foreign change)
     context_busy,      ///< a context that allows one thread at a time is current on another thread
+    device_poisoned,   ///< a sticky fault (illegal address, trap...) made the device unusable in this process
 };
 
 /// The category of Errc values ("cuctx").

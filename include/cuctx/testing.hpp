@@ -34,6 +34,10 @@ namespace cuctx::testing {
 CUCTX_API void failNthCall(const std::string& symbol, int nth, CUresult result);
 /// Forgets every failure not yet delivered.
 CUCTX_API void clearInjectedFailures() noexcept;
+/// Forgets which devices a sticky fault poisoned (cuctx::deviceFault), so that cuctx lets calls
+/// through to them again. For test doubles that can undo a fault (the fake driver's reset); on the
+/// real driver the device stays broken and the calls fail again, one by one.
+CUCTX_API void forgetDeviceFaults() noexcept;
 
 namespace detail {
 CUCTX_API std::string describeStack(); // this thread's stack, bottom first, and the driver's current context

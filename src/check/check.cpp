@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "check/check.hpp"
 
+#include "check/device_faults.hpp"
+#include "check/sticky.hpp"
+#include "driver/driver_state.hpp"
 #include "driver/fork_state.hpp"
 
 #include <cstdio>
@@ -29,6 +32,16 @@ const char* hintFor(CUresult result)
     case CUDA_ERROR_OUT_OF_MEMORY: return "The device is out of memory: free memory or use a smaller working set";
     default: return "";
     }
+}
+
+// The device of the calling thread's current context, for a sticky fault whose Subject names none.
+int currentDeviceOrdinal() noexcept
+{
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    CUdevice device = -1;
+    if (d == nullptr || d->cuCtxGetDevice == nullptr || d->cuCtxGetDevice(&device) != CUDA_SUCCESS)
+        return -1;
+    return static_cast<int>(device); // a CUdevice is its ordinal
 }
 
 } // namespace
@@ -70,6 +83,27 @@ void throwDriverError(CUresult result, const char* call, const Subject& subject,
     info.object = describe(subject);
     info.detail = std::move(detail);
     info.hint = hint.empty() ? hintFor(result) : std::move(hint);
+    if (isStickyResult(result)) [[unlikely]] {
+        // The first sticky fault poisons the device (a later one throws device_poisoned from here).
+        const int ordinal = subject.device >= 0 ? subject.device : currentDeviceOrdinal();
+        if (ordinal >= 0) {
+            const std::vector<std::string> suspects =
+                recordFault(ordinal, static_cast<int>(result), call, subject, where);
+            info.condition = Errc::device_poisoned;
+            if (info.detail.empty())
+                info.detail = std::string(resultDescription(static_cast<int>(result)));
+            info.detail += "; this sticky fault poisons device " + std::to_string(ordinal) +
+                           ": every context of it is unusable for the rest of this process";
+            if (!suspects.empty()) {
+                info.detail += "; suspects (launches not yet synchronised, oldest first): ";
+                for (std::size_t i = 0; i < suspects.size(); ++i)
+                    info.detail += (i == 0 ? "" : "; ") + suspects[i];
+            }
+            info.hint = "The fault happened in a kernel that ran before this call (see the suspects); restart the "
+                        "process, and run code that may fault in an isolated worker process (see docs/faults.md)";
+            throw Error(std::move(info), where);
+        }
+    }
     switch (result) {
     case CUDA_ERROR_STUB_LIBRARY: info.condition = Errc::stub_driver; break;
     case CUDA_ERROR_NO_DEVICE: info.condition = Errc::no_device; break;

@@ -2,6 +2,7 @@
 #include "cuctx/error.hpp"
 
 #include "check/error_names.hpp"
+#include "check/sticky.hpp"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ public:
         case Errc::invalid_state: return "invalid state";
         case Errc::stack_mismatch: return "the thread's context stack was changed behind cuctx's back";
         case Errc::context_busy: return "the context is current on another thread";
+        case Errc::device_poisoned: return "a sticky fault made the device unusable for the rest of the process";
         }
         return "unknown cuctx error";
     }
@@ -47,7 +49,9 @@ public:
             switch (value) {
             case CUDA_ERROR_STUB_LIBRARY_VALUE: return errc == Errc::stub_driver;
             case CUDA_ERROR_NO_DEVICE_VALUE: return errc == Errc::no_device;
-            default: return errc == Errc::driver_error;
+            default:
+                // A sticky fault is both a driver error and the one that poisons its device.
+                return errc == Errc::driver_error || (errc == Errc::device_poisoned && detail::isStickyResult(value));
             }
         }
         return default_error_condition(value) == condition;

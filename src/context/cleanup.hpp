@@ -8,6 +8,7 @@
 // throw: a failure is logged (there is nobody to tell), and the calling thread's stack is left as
 // it was, whatever cuctx's record of it says.
 
+#include "check/device_faults.hpp"
 #include "context/context_state.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
@@ -37,8 +38,16 @@ bool inContextForCleanup(ContextState& context, const char* what, Call call) noe
             return true;
         }
     }
-    if (const CUresult r = call(*d); r != CUDA_SUCCESS)
-        logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r), static_cast<int>(r));
+    if (const CUresult r = call(*d); r != CUDA_SUCCESS) {
+        // On a poisoned device every destroy fails (measured): cuctx forgets the object quietly, the
+        // poisoning itself was reported once (check/device_faults.cpp).
+        if (devicePoisoned(context.ordinal))
+            logDebug("{} in {} failed with {} on a poisoned device: forgotten", what, describeContext(context),
+                     resultName(r));
+        else
+            logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r),
+                     static_cast<int>(r));
+    }
     if (!current) {
         CUcontext popped = nullptr;
         if (const CUresult r = d->cuCtxPopCurrent(&popped); r != CUDA_SUCCESS || popped != context.handle)

@@ -2,6 +2,7 @@
 #include "cuctx/context.hpp"
 
 #include "check/check.hpp"
+#include "check/device_faults.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
 #include "context/thread_state.hpp"
@@ -27,7 +28,11 @@ using detail::subjectOf;
 
 namespace detail {
 
-ContextState& checkedState(const Context& context, const char* call)
+namespace {
+
+// checkedState without the poisoned-device check: for the accessors of cuctx's own record (id,
+// device, kind), which a report or a log line may read after a fault.
+ContextState& recordedState(const Context& context, const char* call)
 {
     ContextState* state = ContextAccess::state(context);
     if (state == nullptr)
@@ -38,6 +43,15 @@ ContextState& checkedState(const Context& context, const char* call)
     runDeferredCleanup(); // what host callbacks dropped (deferred_cleanup.hpp)
     throwSticky(*state);
     return *state;
+}
+
+} // namespace
+
+ContextState& checkedState(const Context& context, const char* call)
+{
+    ContextState& state = recordedState(context, call);
+    failIfPoisoned(state.ordinal, call, subjectOf(state)); // a sticky fault on its device: fail fast
+    return state;
 }
 
 } // namespace detail
@@ -123,6 +137,7 @@ Context Context::create(const Device& device, const ContextOptions& options)
 {
     const detail::DriverApi& d = api("cuctx::Context::create");
     const detail::Subject subject{.device = device.ordinal()};
+    detail::failIfPoisoned(device.ordinal(), "cuctx::Context::create", subject);
     CUcontext handle = nullptr;
     if (options.smCount > 0) {
         detail::requireEntry(reinterpret_cast<const void*>(d.cuCtxCreate_v4), "cuCtxCreate_v4");
@@ -157,6 +172,7 @@ Context Context::create(const Device& device, const ContextOptions& options)
 Context Context::primary(const Device& device)
 {
     const detail::DriverApi& d = api("cuctx::Context::primary");
+    detail::failIfPoisoned(device.ordinal(), "cuctx::Context::primary", detail::Subject{.device = device.ordinal()});
     {
         std::lock_guard lock(detail::registryMutex());
         if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal()))
@@ -421,27 +437,27 @@ Context Context::borrow(CUcontext handle)
 
 Device Context::device() const
 {
-    return Device::get(detail::checkedState(*this, "cuctx::Context::device").ordinal);
+    return Device::get(detail::recordedState(*this, "cuctx::Context::device").ordinal);
 }
 
 std::uint64_t Context::id() const
 {
-    return detail::checkedState(*this, "cuctx::Context::id").id;
+    return detail::recordedState(*this, "cuctx::Context::id").id;
 }
 
 bool Context::isPrimary() const
 {
-    return detail::checkedState(*this, "cuctx::Context::isPrimary").kind == detail::ContextKind::primary;
+    return detail::recordedState(*this, "cuctx::Context::isPrimary").kind == detail::ContextKind::primary;
 }
 
 bool Context::isGreen() const
 {
-    return detail::checkedState(*this, "cuctx::Context::isGreen").kind == detail::ContextKind::green;
+    return detail::recordedState(*this, "cuctx::Context::isGreen").kind == detail::ContextKind::green;
 }
 
 bool Context::isBorrowed() const
 {
-    return detail::checkedState(*this, "cuctx::Context::isBorrowed").kind == detail::ContextKind::borrowed;
+    return detail::recordedState(*this, "cuctx::Context::isBorrowed").kind == detail::ContextKind::borrowed;
 }
 
 unsigned Context::apiVersion() const

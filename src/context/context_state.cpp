@@ -2,6 +2,7 @@
 #include "context/context_state.hpp"
 
 #include "check/check.hpp"
+#include "check/device_faults.hpp"
 #include "context/asymmetric_fence.hpp"
 #include "context/deferred_cleanup.hpp"
 #include "context/thread_state.hpp"
@@ -52,7 +53,10 @@ void destroyDriverObject(const ContextState& state) noexcept
             logTrace("thread {}: forgot {}", gettid(), describeContext(state));
             return;
         }
-        if (r != CUDA_SUCCESS)
+        if (r != CUDA_SUCCESS && devicePoisoned(state.ordinal))
+            logDebug("{} failed with {} on {}, on a poisoned device: forgotten", call, resultName(r),
+                     describeContext(state));
+        else if (r != CUDA_SUCCESS)
             logError("{} failed with {} ({}) on {}", call, resultName(r), static_cast<int>(r), describeContext(state));
         else
             logTrace("thread {}: {} {}", gettid(), call, describeContext(state));

@@ -5,6 +5,7 @@
 #include "cuctx/stream.hpp"
 
 #include "check/check.hpp"
+#include "check/device_faults.hpp"
 #include "context/context_access.hpp"
 #include "driver/driver_state.hpp"
 #include "module/module_state.hpp"
@@ -84,6 +85,8 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
                        f.name + "' on the default stream",
                    "Pass a Stream that exists; for the default stream leave LaunchConfig::stream out or set nullptr",
                    moduleSubject(*ContextAccess::state(f.context), f.name));
+    const ContextState& cs = *ContextAccess::state(f.context);
+    failIfPoisoned(cs.ordinal, "cuctx::launch", moduleSubject(cs, f.name));
     const DriverApi& d = api();
     ContextGuard guard(f.context); // no driver call when the kernel's context is current
     CUresult r;

@@ -6,6 +6,7 @@
 #include "cuctx/testing.hpp"
 
 #include "check/check.hpp"
+#include "check/device_faults.hpp"
 #include "driver/driver_state.hpp"
 
 #include <atomic>
@@ -94,6 +95,11 @@ void clearInjectedFailures() noexcept
 {
     for (Pending& p : g_pending)
         p.countdown.store(0, std::memory_order_relaxed);
+}
+
+void forgetDeviceFaults() noexcept
+{
+    cuctx::detail::forgetFaults();
 }
 
 namespace detail {

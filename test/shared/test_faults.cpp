@@ -11,7 +11,16 @@
 #include "cuctx/context.hpp"
 #include "cuctx/context_guard.hpp"
 #include "cuctx/device.hpp"
+#include "cuctx/device_buffer.hpp"
+#include "cuctx/device_fault.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/event.hpp"
+#include "cuctx/live_objects.hpp"
+#include "cuctx/module.hpp"
+#include "cuctx/stream.hpp"
+#include "cuctx/testing.hpp"
+
+#include "log_helpers.hpp"
 
 #include <string>
 
@@ -49,7 +58,7 @@ TEST_CASE("the fake driver: a sticky fault poisons every context of its device, 
     CHECK(cuctx_fake_device_poisoned(1) == 0);
     CUdeviceptr p = 0;
     CHECK(raw().cuMemAlloc(&p, 64) == CUDA_ERROR_ILLEGAL_ADDRESS); // the faulted context
-    REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);      // the stack still works
+    REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);       // the stack still works
 
     REQUIRE(raw().cuCtxPushCurrent(bystander) == CUDA_SUCCESS); // another context of the device
     CHECK(raw().cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS);
@@ -67,6 +76,118 @@ TEST_CASE("the fake driver: a sticky fault poisons every context of its device, 
     CHECK(raw().cuCtxDestroy(other) == CUDA_SUCCESS);
     cuctx_fake_reset(); // a reset forgets the fault (a real process cannot)
     CHECK(cuctx_fake_device_poisoned(0) == 0);
+}
+
+namespace {
+
+// The fake driver and cuctx with no fault recorded, before and after a test that makes one.
+struct NoFaults {
+    NoFaults() { forget(); }
+    ~NoFaults() { forget(); }
+    NoFaults(const NoFaults&) = delete;
+    NoFaults& operator=(const NoFaults&) = delete;
+    static void forget()
+    {
+        cuctx_fake_reset();
+        cuctx::testing::forgetDeviceFaults();
+    }
+};
+
+} // namespace
+
+TEST_CASE("the first sticky error poisons the device, and later calls fail fast naming it", "[faults]")
+{
+    NoFaults clean;
+    Context faulted = Context::create(Device::get(0));
+    Context bystander = Context::create(Device::get(0));
+    Context other = Context::create(Device::get(1));
+    CHECK_FALSE(cuctx::deviceFault(0).has_value());
+
+    cuctx_fake_fail("cuCtxSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS, 1);
+    std::string first;
+    try {
+        faulted.synchronize();
+        FAIL("the injected fault was not reported");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.code() == Errc::device_poisoned); // the first one is also a driver error with its result
+        CHECK(e.code() == Errc::driver_error);
+        CHECK(e.condition() == Errc::device_poisoned);
+        CHECK(e.result() == CUDA_ERROR_ILLEGAL_ADDRESS);
+        first = e.what();
+    }
+    CHECK(contains(first, "cuCtxSynchronize"));
+    CHECK(contains(first, "poisons device 0"));
+    CHECK(contains(first, "docs/faults.md"));
+
+    const std::optional<cuctx::DeviceFault> fault = cuctx::deviceFault(0);
+    REQUIRE(fault.has_value());
+    CHECK(fault->device == 0);
+    CHECK(fault->result == CUDA_ERROR_ILLEGAL_ADDRESS);
+    CHECK(fault->call == "cuCtxSynchronize");
+    CHECK(contains(fault->object, "context " + std::to_string(faulted.id())));
+    CHECK(fault->threadId > 0);
+    CHECK_FALSE(fault->time.empty());
+    CHECK_FALSE(cuctx::deviceFault(1).has_value());
+
+    // Later calls on the device fail fast, without a driver call, naming the first fault.
+    const long creates = cuctx_fake_calls("cuCtxCreate_v4");
+    const long syncs = cuctx_fake_calls("cuCtxSynchronize");
+    for (auto attempt : {+[] { (void)Context::create(Device::get(0)); }}) {
+        try {
+            attempt();
+            FAIL("Context::create on a poisoned device succeeded");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.condition() == Errc::device_poisoned);
+            CHECK(e.code() == Errc::device_poisoned);
+            CHECK(e.result() == 0);
+            const std::string m = e.what();
+            CHECK(contains(m, "cuctx::Context::create"));
+            CHECK(contains(m, "CUDA_ERROR_ILLEGAL_ADDRESS (700) from cuCtxSynchronize on context " +
+                                  std::to_string(faulted.id())));
+            CHECK(contains(m, "thread " + std::to_string(fault->threadId)));
+            CHECK(contains(m, fault->time));
+            CHECK(contains(m, "restart the process"));
+        }
+    }
+    CHECK_THROWS_MATCHES(bystander.synchronize(), cuctx::Error,
+                         Catch::Predicate<cuctx::Error>(
+                             [](const cuctx::Error& e) { return e.condition() == Errc::device_poisoned; }, "poisoned"));
+    CHECK_THROWS_MATCHES(cuctx::Stream(bystander), cuctx::Error,
+                         Catch::Predicate<cuctx::Error>(
+                             [](const cuctx::Error& e) { return e.condition() == Errc::device_poisoned; }, "poisoned"));
+    CHECK(cuctx_fake_calls("cuCtxCreate_v4") == creates);
+    CHECK(cuctx_fake_calls("cuCtxSynchronize") == syncs);
+
+    // Another device is not affected.
+    CHECK_NOTHROW(other.synchronize());
+    CHECK_NOTHROW(cuctx::Stream(other).synchronize());
+}
+
+TEST_CASE("objects on a poisoned device release cuctx's bookkeeping quietly", "[faults]")
+{
+    NoFaults clean;
+    const cuctx::LiveObjects before = cuctx::liveObjects();
+    cuctx::test::ErrorLog log;
+    {
+        Context ctx = Context::create(Device::get(0));
+        cuctx::Module module = cuctx::Module::fromPtx(ctx, cuctx::test::readText(cuctx::test::testPtxPath()));
+        cuctx::Stream stream(ctx);
+        cuctx::Event event(ctx);
+        cuctx::DeviceBuffer buffer(ctx, 256);
+        std::vector<cuctx::Stream> more;
+        for (int i = 0; i < 8; ++i)
+            more.emplace_back(ctx);
+        cuctx_fake_fail("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED, 1);
+        CHECK_THROWS(stream.synchronize());
+        REQUIRE(cuctx::deviceFault(0).has_value());
+    } // every destroy call fails on the poisoned device
+    const cuctx::LiveObjects after = cuctx::liveObjects();
+    CHECK(after.contexts == before.contexts);
+    CHECK(after.modules == before.modules);
+    CHECK(after.streams == before.streams);
+    CHECK(after.events == before.events);
+    CHECK(after.buffers == before.buffers);
+    CHECK(log.take().empty()); // no error flood: the poisoning was reported once, as a warning
 }
 
 #endif // CUCTX_TEST_FAKE_DRIVER
