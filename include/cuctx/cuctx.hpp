@@ -27,6 +27,7 @@
 #include "cuctx/jit_options.hpp"
 #include "cuctx/launch.hpp"
 #include "cuctx/launch_config.hpp"
+#include "cuctx/launch_journal.hpp"
 #include "cuctx/library.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/log.hpp"

@@ -7,6 +7,7 @@
 #include "cuctx/export.hpp"
 #include "cuctx/function.hpp"
 #include "cuctx/launch_config.hpp"
+#include "cuctx/source_location.hpp"
 
 #include <cstddef>
 #include <type_traits>
@@ -14,9 +15,20 @@
 namespace cuctx {
 
 namespace detail {
+/// The kernel of a launch and where the caller launched it from (for the launch journal): converts
+/// from a Function, capturing the caller's source location as a default argument does.
+struct LaunchSite {
+    LaunchSite(const Function& f, SourceLocation at = SourceLocation::current()) noexcept // NOLINT: converts
+        : function(f), where(at)
+    {
+    }
+    const Function& function;
+    SourceLocation where;
+};
+
 /// Checks the arguments against the kernel's parameters (count and sizes, where the driver reports
 /// them), enters the function's context (no driver call when it is current) and launches.
-CUCTX_API void launchPacked(const Function& function, const LaunchConfig& config, void** arguments,
+CUCTX_API void launchPacked(const LaunchSite& site, const LaunchConfig& config, void** arguments,
                             const std::size_t* sizes, std::size_t count);
 
 template <typename T>
@@ -33,8 +45,12 @@ constexpr bool launchableArgument = std::is_trivially_copyable_v<T> && !std::is_
 /// \par Threading
 /// Thread-safe, as the driver's launch is: it enters the function's context on the calling thread (no
 /// driver call when it is current; Errc::context_busy for a green context entered on another thread).
+///
+/// A successful launch is recorded in its context's launch journal (kernel, grid, block, stream,
+/// thread and the caller's source location: cuctx/launch_journal.hpp), a few stores, so that a sticky
+/// fault surfacing later names it as a suspect. On a poisoned device it throws Errc::device_poisoned.
 template <typename... Args>
-void launch(const Function& function, const LaunchConfig& config, const Args&... arguments)
+void launch(detail::LaunchSite function, const LaunchConfig& config, const Args&... arguments)
 {
     static_assert((detail::launchableArgument<Args> && ...),
                   "cuctx::launch: kernel arguments are copied bytewise: each must be trivially copyable "

@@ -98,8 +98,9 @@ void throwPoisoned(int ordinal, const char* call, const Subject& subject, Source
     info.condition = Errc::device_poisoned;
     info.call = call;
     info.object = describe(subject);
-    info.detail = "device " + std::to_string(ordinal) + " is poisoned for the rest of this process by its first sticky "
-                                                        "fault: " +
+    info.detail = "device " + std::to_string(ordinal) +
+                  " is poisoned for the rest of this process by its first sticky "
+                  "fault: " +
                   (first ? summary(*first) : std::string("(forgotten)"));
     if (resultSeen != 0)
         info.detail += "; this call got " + std::string(resultName(resultSeen)) + " too";

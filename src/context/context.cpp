@@ -5,6 +5,7 @@
 #include "check/device_faults.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/launch_journal.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context_guard.hpp"
 #include "driver/driver_state.hpp"
@@ -525,8 +526,10 @@ void Context::synchronize() const
 {
     ContextState& s = detail::checkedState(*this, "cuctx::Context::synchronize");
     ContextGuard guard(*this);
+    const std::uint64_t mark = detail::journalMark(s);
     check(api().cuCtxSynchronize(), "cuCtxSynchronize", subjectOf(s));
-    detail::runDeferredCleanup(); // what the host callbacks that just ended dropped
+    detail::journalContextSynced(s, mark); // the launches before it are no suspects any more
+    detail::runDeferredCleanup();          // what the host callbacks that just ended dropped
 }
 
 void Context::checkRecordedError() const

@@ -5,6 +5,7 @@
 #include "check/device_faults.hpp"
 #include "context/asymmetric_fence.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/launch_journal.hpp"
 #include "context/thread_state.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
@@ -137,6 +138,7 @@ void tryDestroy(ContextState* state) noexcept
     if (ContextDestroyHook hook = g_destroyHook.load(std::memory_order_acquire))
         hook(*state); // the module cache unloads its modules while the context still exists
     destroyDriverObject(*state);
+    detachJournal(*state);
     delete state;
 }
 
@@ -180,6 +182,8 @@ void registerContextLocked(ContextState* state)
     }
     next = best + 1;
     state->slotIndex = static_cast<std::uint8_t>(best);
+    if (state->journal == nullptr)
+        attachJournal(*state);
     liveStatesLocked().push_back(state);
 }
 

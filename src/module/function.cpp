@@ -5,6 +5,7 @@
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
+#include "context/launch_journal.hpp"
 #include "driver/driver_state.hpp"
 #include "module/module_state.hpp"
 
@@ -21,6 +22,7 @@ Function makeFunction(const Context& context, std::shared_ptr<const void> owner,
     data->function = function;
     data->name = std::move(name);
     data->label = std::move(label);
+    data->journalName = internKernelName(data->name, data->label);
     const DriverApi& d = api();
     if (d.cuFuncGetParamInfo != nullptr) {
         // The driver answers CUDA_ERROR_INVALID_VALUE for the first index past the last parameter.

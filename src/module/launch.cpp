@@ -7,6 +7,7 @@
 #include "check/check.hpp"
 #include "check/device_faults.hpp"
 #include "context/context_access.hpp"
+#include "context/launch_journal.hpp"
 #include "driver/driver_state.hpp"
 #include "module/module_state.hpp"
 
@@ -63,9 +64,10 @@ const char* launchHint(CUresult r)
 
 } // namespace
 
-void launchPacked(const Function& function, const LaunchConfig& c, void** arguments, const std::size_t* sizes,
+void launchPacked(const LaunchSite& site, const LaunchConfig& c, void** arguments, const std::size_t* sizes,
                   std::size_t count)
 {
+    const Function& function = site.function;
     if (!function)
         throwError(Errc::invalid_argument, "cuctx::launch", "the Function is empty",
                    "Get one from Module::function or Library::function");
@@ -124,12 +126,15 @@ void launchPacked(const Function& function, const LaunchConfig& c, void** argume
         config.numAttrs = n;
         r = d.cuLaunchKernelEx(&config, f.function, arguments, nullptr);
     }
-    if (r != CUDA_SUCCESS) [[unlikely]]
-        throwDriverError(r, call, moduleSubject(*ContextAccess::state(f.context), f.name), SourceLocation::current(),
-                         "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) +
-                             ", block " + dims(c.block) + ", " + std::to_string(c.sharedBytes) +
-                             " bytes of dynamic shared memory",
-                         launchHint(r));
+    if (r == CUDA_SUCCESS) [[likely]] {
+        if (g_journalOn.load(std::memory_order_relaxed) && cs.journal != nullptr) [[likely]]
+            recordLaunch(*cs.journal, f.journalName, c, site.where, journalThreadId());
+        return;
+    }
+    throwDriverError(r, call, moduleSubject(*ContextAccess::state(f.context), f.name), SourceLocation::current(),
+                     "launching kernel '" + f.name + "' of '" + f.label + "' with grid " + dims(c.grid) + ", block " +
+                         dims(c.block) + ", " + std::to_string(c.sharedBytes) + " bytes of dynamic shared memory",
+                     launchHint(r));
 }
 
 } // namespace cuctx::detail

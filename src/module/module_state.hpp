@@ -97,6 +97,7 @@ struct FunctionData {
     std::string name;
     std::string label;
     std::optional<std::vector<ParamInfo>> parameters;
+    const char* journalName = nullptr; // "kernel 'name' of 'label'", interned for the launch journal
 
     static Function handle(std::shared_ptr<const FunctionData> data) { return Function(std::move(data)); }
     static const FunctionData* of(const Function& function) noexcept { return function.data_.get(); }

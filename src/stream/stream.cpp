@@ -8,6 +8,7 @@
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/launch_journal.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 #include "objects/live_objects.hpp"
@@ -113,9 +114,11 @@ void Stream::synchronize() const
 {
     requireStream("cuctx::Stream::synchronize");
     ContextGuard guard(owned_.context());
-    detail::check(detail::api().cuStreamSynchronize(owned_.get()), "cuStreamSynchronize",
-                  detail::subjectOf(*detail::ContextAccess::state(owned_.context())));
-    detail::runDeferredCleanup(); // what the callbacks that just ended dropped
+    detail::ContextState& cs = *detail::ContextAccess::state(owned_.context());
+    const std::uint64_t mark = detail::journalMark(cs);
+    detail::check(detail::api().cuStreamSynchronize(owned_.get()), "cuStreamSynchronize", detail::subjectOf(cs));
+    detail::journalStreamSynced(cs, owned_.get(), mark); // its launches before it are no suspects any more
+    detail::runDeferredCleanup();                        // what the callbacks that just ended dropped
     std::exception_ptr failed;
     {
         std::lock_guard lock(callbacks_->mutex);

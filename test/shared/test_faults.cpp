@@ -15,6 +15,8 @@
 #include "cuctx/device_fault.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/event.hpp"
+#include "cuctx/launch.hpp"
+#include "cuctx/launch_journal.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/module.hpp"
 #include "cuctx/stream.hpp"
@@ -37,6 +39,48 @@ namespace {
 }
 
 } // namespace
+
+TEST_CASE("the launch journal records each launch with the caller's location until a sync retires it",
+          "[faults][journal]")
+{
+    REQUIRE(cuctx::launchJournalEnabled()); // on by default
+    Context ctx = Context::create(Device::get(0));
+    cuctx::Module module =
+        cuctx::Module::fromPtx(ctx, cuctx::test::readText(cuctx::test::testPtxPath()), {}, "kernels");
+    cuctx::Stream stream(ctx);
+    CHECK(cuctx::recentLaunches(ctx).empty());
+
+    cuctx::launch(module.function("empty"), {.grid = {2, 3, 1}, .block = {32, 1, 1}, .stream = stream});
+    const std::string line = std::to_string(__LINE__ - 1);
+    std::vector<std::string> all = cuctx::recentLaunches(ctx);
+    REQUIRE(all.size() == 1);
+    CHECK(contains(all[0], "kernel 'empty' of 'kernels'"));
+    CHECK(contains(all[0], "grid (2, 3, 1), block (32, 1, 1)"));
+    CHECK(contains(all[0], "context " + std::to_string(ctx.id())));
+    CHECK(contains(all[0], "test_faults.cpp:" + line));
+    CHECK(cuctx::recentLaunches(ctx, true).size() == 1);
+
+    stream.synchronize(); // retires the stream's launches: no suspects left, still in the journal
+    CHECK(cuctx::recentLaunches(ctx, true).empty());
+    CHECK(cuctx::recentLaunches(ctx).size() == 1);
+
+    cuctx::launch(module.function("bump"), {.grid = {1, 1, 1}, .block = {1, 1, 1}});
+    CHECK(cuctx::recentLaunches(ctx, true).size() == 1);
+    ctx.synchronize(); // retires every launch of the context
+    CHECK(cuctx::recentLaunches(ctx, true).empty());
+
+    // Turned off, it records nothing; the ring keeps its last 32 launches.
+    cuctx::setLaunchJournal(false);
+    cuctx::launch(module.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
+    cuctx::setLaunchJournal(true);
+    CHECK(cuctx::recentLaunches(ctx).size() == 2);
+    for (int i = 0; i < 40; ++i)
+        cuctx::launch(module.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
+    all = cuctx::recentLaunches(ctx);
+    CHECK(all.size() == 32);
+    CHECK(contains(all.back(), "launch 42 of"));
+    stream.synchronize();
+}
 
 #ifdef CUCTX_TEST_FAKE_DRIVER
 
@@ -161,6 +205,51 @@ TEST_CASE("the first sticky error poisons the device, and later calls fail fast 
     // Another device is not affected.
     CHECK_NOTHROW(other.synchronize());
     CHECK_NOTHROW(cuctx::Stream(other).synchronize());
+}
+
+TEST_CASE("a sticky fault names the launches since the last synchronisation as suspects", "[faults][journal]")
+{
+    NoFaults clean;
+    Context ctx = Context::create(Device::get(0));
+    Context bystander = Context::create(Device::get(0));
+    cuctx::Module module =
+        cuctx::Module::fromPtx(ctx, cuctx::test::readText(cuctx::test::testPtxPath()), {}, "kernels");
+    cuctx::Stream stream(ctx);
+    cuctx::launch(module.function("empty"), {.grid = {7, 1, 1}, .block = {1, 1, 1}, .stream = stream});
+    stream.synchronize(); // retired: not a suspect
+    cuctx::launch(module.function("bump"), {.grid = {5, 1, 1}, .block = {64, 1, 1}, .stream = stream});
+    const std::string line = std::to_string(__LINE__ - 1);
+
+    cuctx_fake_fail("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS, 1);
+    std::string message;
+    try {
+        stream.synchronize();
+        FAIL("the injected fault was not reported");
+    } catch (const cuctx::Error& e) {
+        message = e.what();
+    }
+    CHECK(contains(message, "suspects"));
+    CHECK(contains(message, "kernel 'bump' of 'kernels', grid (5, 1, 1), block (64, 1, 1)"));
+    CHECK(contains(message, "test_faults.cpp:" + line));
+    CHECK_FALSE(contains(message, "kernel 'empty'"));
+
+    const std::optional<cuctx::DeviceFault> fault = cuctx::deviceFault(0);
+    REQUIRE(fault.has_value());
+    REQUIRE(fault->suspects.size() == 1);
+    CHECK(contains(fault->suspects[0], "kernel 'bump'"));
+
+    // A later call, in another context of the device, names the same fault and suspect.
+    try {
+        bystander.synchronize();
+        FAIL("a poisoned device's context synchronised");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.condition() == Errc::device_poisoned);
+        CHECK(contains(e.what(), "kernel 'bump' of 'kernels'"));
+    }
+    // Launching there fails fast too, and is not journalled.
+    CHECK_THROWS_MATCHES(cuctx::launch(module.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}}), cuctx::Error,
+                         Catch::Predicate<cuctx::Error>(
+                             [](const cuctx::Error& e) { return e.condition() == Errc::device_poisoned; }, "poisoned"));
 }
 
 TEST_CASE("objects on a poisoned device release cuctx's bookkeeping quietly", "[faults]")

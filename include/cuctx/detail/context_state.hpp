@@ -18,6 +18,7 @@
 namespace cuctx::detail {
 
 struct ModuleCacheTable; // src/module/module_cache.cpp
+struct LaunchJournal;    // src/context/launch_journal.hpp
 
 /// `borrowed`: a context cuctx did not make (Context::borrow): never destroyed or released by cuctx.
 enum class ContextKind : std::uint8_t { created, primary, green, borrowed };
@@ -54,6 +55,9 @@ struct ContextState {
     // The recorded failure itself (hasSticky says whether there is one), under its mutex.
     std::mutex stickyMutex;
     std::optional<Error> sticky;
+
+    // The launch journal (docs/faults.md): made when the context is registered, freed with it.
+    LaunchJournal* journal = nullptr;
 
     // The context's module cache, made at its first use; emptied before the context is destroyed.
     std::atomic<ModuleCacheTable*> moduleCache{nullptr};

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+#include "context/launch_journal.hpp"
+
+#include "cuctx/launch_journal.hpp"
+
+#include "check/device_faults.hpp"
+#include "context/context_access.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <unordered_set>
+
+namespace cuctx::detail {
+namespace {
+
+bool journalFromEnvironment()
+{
+    const char* v = std::getenv("CUCTX_LAUNCH_JOURNAL");
+    return v == nullptr || (std::string_view(v) != "0" && std::string_view(v) != "off");
+}
+
+// Every live journal, for the suspects of a fault. A leaf lock: nothing else is taken under it.
+struct Journals {
+    std::mutex mutex;
+    std::vector<LaunchJournal*> live;
+};
+
+Journals& journals()
+{
+    static auto* j = new Journals;
+    return *j;
+}
+
+std::string dims(std::uint32_t x, std::uint32_t y, std::uint32_t z)
+{
+    return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+}
+
+bool retired(LaunchJournal& j, std::uint64_t n, std::uintptr_t stream)
+{
+    if (n < j.contextSynced.load(std::memory_order_acquire))
+        return true;
+    std::lock_guard lock(j.streamsMutex);
+    for (const auto& [s, mark] : j.streamSynced)
+        if (mark != 0 && s == stream && n < mark)
+            return true;
+    return false;
+}
+
+// The entries of one journal, oldest first. Reads each slot as a seqlock reader; a slot being
+// rewritten (by a launch racing the reader) is left out.
+void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, std::size_t limit)
+{
+    const std::uint64_t end = j.next.load(std::memory_order_acquire);
+    const std::uint64_t begin = end > LaunchJournal::kSlots ? end - LaunchJournal::kSlots : 0;
+    for (std::uint64_t n = begin; n < end; ++n) {
+        JournalSlot& s = j.slots[n % LaunchJournal::kSlots];
+        if (s.sequence.load(std::memory_order_acquire) != 2 * n + 2)
+            continue;
+        const char* kernel = s.kernel.load(std::memory_order_relaxed);
+        const std::uint64_t gxy = s.gridXY.load(std::memory_order_relaxed);
+        const std::uint64_t gzbx = s.gridZBlockX.load(std::memory_order_relaxed);
+        const std::uint64_t byz = s.blockYZ.load(std::memory_order_relaxed);
+        const std::uintptr_t stream = s.stream.load(std::memory_order_relaxed);
+        const long thread = s.thread.load(std::memory_order_relaxed);
+        const char* file = s.file.load(std::memory_order_relaxed);
+        const std::uint32_t line = s.line.load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (s.sequence.load(std::memory_order_relaxed) != 2 * n + 2)
+            continue; // overwritten while read
+        if (pendingOnly && retired(j, n, stream))
+            continue;
+        std::string text = "launch " + std::to_string(n + 1) + " of " + describeContext(*j.context) + ": " +
+                           (kernel != nullptr ? kernel : "kernel ?") + ", grid " +
+                           dims(static_cast<std::uint32_t>(gxy), static_cast<std::uint32_t>(gxy >> 32),
+                                static_cast<std::uint32_t>(gzbx)) +
+                           ", block " +
+                           dims(static_cast<std::uint32_t>(gzbx >> 32), static_cast<std::uint32_t>(byz),
+                                static_cast<std::uint32_t>(byz >> 32));
+        char handle[32];
+        std::snprintf(handle, sizeof handle, "%p", reinterpret_cast<void*>(stream));
+        text += stream == 0 ? ", default stream" : std::string(", stream ") + handle;
+        text += ", thread " + std::to_string(thread);
+        if (file != nullptr && file[0] != '\0') {
+            std::string_view f = file;
+            while (f.starts_with("../"))
+                f.remove_prefix(3);
+            text += ", at " + std::string(f) + ":" + std::to_string(line);
+        }
+        out.push_back(std::move(text));
+    }
+    if (out.size() > limit)
+        out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(limit));
+}
+
+// The suspects of a fault on device `ordinal`: every journal of the device's contexts.
+std::vector<std::string> suspectsOn(int ordinal) noexcept
+{
+    std::vector<std::string> all;
+    try {
+        Journals& js = journals();
+        std::lock_guard lock(js.mutex);
+        for (LaunchJournal* j : js.live)
+            if (j->context->ordinal == ordinal)
+                collect(*j, true, all, LaunchJournal::kSlots);
+    } catch (...) {
+        // Out of memory while describing a fault: report it without suspects.
+    }
+    constexpr std::size_t kShown = 8; // the most recent: an error message is not a dump
+    if (all.size() > kShown)
+        all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(kShown));
+    return all;
+}
+
+} // namespace
+
+std::atomic<bool> g_journalOn{journalFromEnvironment()};
+
+const char* internKernelName(const std::string& kernel, const std::string& module)
+{
+    static std::mutex mutex;
+    static auto* names = new std::unordered_set<std::string>; // never freed: slots point into it
+    const std::string text = "kernel '" + kernel + "' of '" + module + "'";
+    std::lock_guard lock(mutex);
+    return names->insert(text).first->c_str();
+}
+
+void attachJournal(ContextState& state)
+{
+    auto* j = new LaunchJournal;
+    j->context = &state;
+    setSuspectsProvider(&suspectsOn);
+    Journals& js = journals();
+    std::lock_guard lock(js.mutex);
+    js.live.push_back(j);
+    state.journal = j;
+}
+
+void detachJournal(ContextState& state) noexcept
+{
+    LaunchJournal* j = state.journal;
+    if (j == nullptr)
+        return;
+    {
+        Journals& js = journals();
+        std::lock_guard lock(js.mutex);
+        js.live.erase(std::remove(js.live.begin(), js.live.end(), j), js.live.end());
+        state.journal = nullptr;
+    }
+    delete j;
+}
+
+void journalContextSynced(ContextState& state, std::uint64_t mark) noexcept
+{
+    if (LaunchJournal* j = state.journal) {
+        std::uint64_t now = j->contextSynced.load(std::memory_order_relaxed);
+        while (now < mark && !j->contextSynced.compare_exchange_weak(now, mark, std::memory_order_acq_rel))
+        {
+        }
+    }
+}
+
+void journalStreamSynced(ContextState& state, CUstream stream, std::uint64_t mark) noexcept
+{
+    LaunchJournal* j = state.journal;
+    if (j == nullptr || mark == 0)
+        return;
+    const auto key = reinterpret_cast<std::uintptr_t>(stream);
+    std::lock_guard lock(j->streamsMutex);
+    for (auto& [s, m] : j->streamSynced)
+        if (m != 0 && s == key) {
+            m = std::max(m, mark);
+            return;
+        }
+    j->streamSynced[j->nextStreamRow++ % LaunchJournal::kStreams] = {key, mark};
+}
+
+std::vector<std::string> journalEntries(const ContextState& state, bool pendingOnly)
+{
+    std::vector<std::string> out;
+    if (state.journal != nullptr)
+        collect(*state.journal, pendingOnly, out, LaunchJournal::kSlots);
+    return out;
+}
+
+long journalThreadId() noexcept
+{
+    thread_local const long tid = static_cast<long>(gettid());
+    return tid;
+}
+
+} // namespace cuctx::detail
+
+namespace cuctx {
+
+void setLaunchJournal(bool on) noexcept
+{
+    detail::g_journalOn.store(on, std::memory_order_relaxed);
+}
+
+bool launchJournalEnabled() noexcept
+{
+    return detail::g_journalOn.load(std::memory_order_relaxed);
+}
+
+std::vector<std::string> recentLaunches(const Context& context, bool pendingOnly)
+{
+    const detail::ContextState* state = detail::ContextAccess::state(context);
+    if (state == nullptr)
+        return {};
+    return detail::journalEntries(*state, pendingOnly);
+}
+
+} // namespace cuctx
