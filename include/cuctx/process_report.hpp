@@ -8,6 +8,7 @@
 /// thread-compatible value types.
 
 #include "cuctx/device.hpp"
+#include "cuctx/device_fault.hpp"
 #include "cuctx/device_properties.hpp"
 #include "cuctx/diagnosis.hpp"
 #include "cuctx/driver.hpp"
@@ -73,6 +74,7 @@ struct CUCTX_API ProcessReport {
     std::vector<ContextSnapshot> contexts;         ///< every context in cuctx's registry
     std::vector<ThreadSnapshot> threads;           ///< every thread with a context entered through cuctx
     LiveObjects live;                              ///< liveObjects()
+    std::vector<DeviceFault> poisonedDevices;      ///< deviceFaults(): devices a sticky fault poisoned
     std::vector<Finding> findings;                 ///< diagnose()'s, when asked for
     std::vector<std::string> errors;               ///< what could not be collected, and why
 

@@ -158,8 +158,7 @@ void journalContextSynced(ContextState& state, std::uint64_t mark) noexcept
 {
     if (LaunchJournal* j = state.journal) {
         std::uint64_t now = j->contextSynced.load(std::memory_order_relaxed);
-        while (now < mark && !j->contextSynced.compare_exchange_weak(now, mark, std::memory_order_acq_rel))
-        {
+        while (now < mark && !j->contextSynced.compare_exchange_weak(now, mark, std::memory_order_acq_rel)) {
         }
     }
 }

@@ -74,6 +74,7 @@ ProcessReport processReport(const ReportOptions& options)
     for (ThreadSnapshot& t : r.threads)
         t.name = threadName(t.tid);
     r.live = liveObjects();
+    r.poisonedDevices = deviceFaults();
     if (options.diagnose)
         r.findings = diagnose();
     return r;
@@ -125,6 +126,14 @@ std::string ProcessReport::text() const
         out.back() = '\n';
     }
     out += "live objects: " + liveText(live) + "\n";
+    for (const DeviceFault& f : poisonedDevices) {
+        std::string line = "device " + std::to_string(f.device) + " POISONED by " + std::string(resultName(f.result)) +
+                           " (" + std::to_string(f.result) + ") from " + f.call + " on " + f.object + ", thread " +
+                           std::to_string(f.threadId) + ", " + f.time + ": restart the process (docs/faults.md)";
+        out += detail::wrapText(line, 100, 4) + "\n";
+        for (const std::string& s : f.suspects)
+            out += detail::wrapText("suspect: " + s, 100, 4) + "\n";
+    }
     for (const Finding& f : findings) {
         if (f.severity == Severity::ok)
             continue;
@@ -198,6 +207,25 @@ std::string ProcessReport::json() const
     j.key("events").value(static_cast<std::int64_t>(live.events));
     j.key("buffers").value(static_cast<std::int64_t>(live.buffers));
     j.endObject();
+    j.key("poisoned_devices").beginArray();
+    for (const DeviceFault& f : poisonedDevices) {
+        j.beginObject();
+        j.key("device").value(f.device);
+        j.key("result").value(f.result);
+        j.key("result_name").value(resultName(f.result));
+        j.key("call").value(f.call);
+        j.key("object").value(f.object);
+        j.key("thread_id").value(static_cast<std::int64_t>(f.threadId));
+        j.key("thread_name").value(f.threadName);
+        j.key("time").value(f.time);
+        j.key("where").value(f.where);
+        j.key("suspects").beginArray();
+        for (const std::string& s : f.suspects)
+            j.value(s);
+        j.endArray();
+        j.endObject();
+    }
+    j.endArray();
     j.key("findings").beginArray();
     for (const Finding& f : findings)
         detail::writeFindingJson(j, f);

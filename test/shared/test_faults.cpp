@@ -19,6 +19,7 @@
 #include "cuctx/launch_journal.hpp"
 #include "cuctx/live_objects.hpp"
 #include "cuctx/module.hpp"
+#include "cuctx/process_report.hpp"
 #include "cuctx/stream.hpp"
 #include "cuctx/testing.hpp"
 
@@ -246,6 +247,15 @@ TEST_CASE("a sticky fault names the launches since the last synchronisation as s
         CHECK(e.condition() == Errc::device_poisoned);
         CHECK(contains(e.what(), "kernel 'bump' of 'kernels'"));
     }
+    // The process report shows it.
+    const cuctx::ProcessReport report = cuctx::processReport({.devices = false});
+    REQUIRE(report.poisonedDevices.size() == 1);
+    CHECK(report.poisonedDevices[0].device == 0);
+    CHECK(contains(report.text(), "device 0 POISONED by CUDA_ERROR_ILLEGAL_ADDRESS (700) from cuStreamSynchronize"));
+    CHECK(contains(report.text(), "kernel 'bump' of 'kernels'"));
+    const std::string json = report.json();
+    CHECK(contains(json, "\"poisoned_devices\""));
+    CHECK(contains(json, "\"result_name\": \"CUDA_ERROR_ILLEGAL_ADDRESS\""));
     // Launching there fails fast too, and is not journalled.
     CHECK_THROWS_MATCHES(cuctx::launch(module.function("empty"), {.grid = {1, 1, 1}, .block = {1, 1, 1}}), cuctx::Error,
                          Catch::Predicate<cuctx::Error>(
