@@ -25,7 +25,10 @@
 
 #include "log_helpers.hpp"
 
+#include <atomic>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 using cuctx::Context;
 using cuctx::Device;
@@ -81,6 +84,35 @@ TEST_CASE("the launch journal records each launch with the caller's location unt
     CHECK(all.size() == 32);
     CHECK(contains(all.back(), "launch 42 of"));
     stream.synchronize();
+}
+
+TEST_CASE("the launch journal takes launches from many threads while another reads it", "[faults][journal]")
+{
+    Context ctx = Context::create(Device::get(0));
+    cuctx::Module module =
+        cuctx::Module::fromPtx(ctx, cuctx::test::readText(cuctx::test::testPtxPath()), {}, "kernels");
+    const cuctx::Function empty = module.function("empty");
+    constexpr unsigned kThreads = 4;
+    constexpr int kLaunches = 200;
+    std::atomic<unsigned> done{0};
+    cuctx::testing::runConcurrently(kThreads + 1, [&](unsigned index) {
+        if (index == kThreads) { // the reader: every entry it sees is whole
+            while (done.load() < kThreads)
+                for (const std::string& entry : cuctx::recentLaunches(ctx))
+                    if (!contains(entry, "kernel 'empty' of 'kernels', grid (1, 1, 1), block (1, 1, 1)"))
+                        throw std::runtime_error("torn journal entry: " + entry);
+            return;
+        }
+        cuctx::Stream stream(ctx);
+        for (int i = 0; i < kLaunches; ++i)
+            cuctx::launch(empty, {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
+        stream.synchronize();
+        done.fetch_add(1);
+    });
+    const std::vector<std::string> all = cuctx::recentLaunches(ctx);
+    CHECK(all.size() == 32);
+    CHECK(contains(all.back(), "launch " + std::to_string(kThreads * kLaunches) + " of"));
+    CHECK(cuctx::recentLaunches(ctx, true).empty()); // each thread synchronised its stream
 }
 
 #ifdef CUCTX_TEST_FAKE_DRIVER
