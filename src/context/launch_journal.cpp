@@ -51,7 +51,8 @@ bool retired(LaunchJournal& j, std::uint64_t n, std::uintptr_t stream)
     return false;
 }
 
-// The entries of one journal, oldest first. Reads each slot as a seqlock reader; a slot being
+// The entries of one journal, oldest first. Reads each slot as a seqlock reader (acquire loads of
+// the fields, so that the second read of the sequence word cannot move before them); a slot being
 // rewritten (by a launch racing the reader) is left out.
 void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, std::size_t limit)
 {
@@ -61,15 +62,14 @@ void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, 
         JournalSlot& s = j.slots[n % LaunchJournal::kSlots];
         if (s.sequence.load(std::memory_order_acquire) != 2 * n + 2)
             continue;
-        const char* kernel = s.kernel.load(std::memory_order_relaxed);
-        const std::uint64_t gxy = s.gridXY.load(std::memory_order_relaxed);
-        const std::uint64_t gzbx = s.gridZBlockX.load(std::memory_order_relaxed);
-        const std::uint64_t byz = s.blockYZ.load(std::memory_order_relaxed);
-        const std::uintptr_t stream = s.stream.load(std::memory_order_relaxed);
-        const long thread = s.thread.load(std::memory_order_relaxed);
-        const char* file = s.file.load(std::memory_order_relaxed);
-        const std::uint32_t line = s.line.load(std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_acquire);
+        const char* kernel = s.kernel.load(std::memory_order_acquire);
+        const std::uint64_t gxy = s.gridXY.load(std::memory_order_acquire);
+        const std::uint64_t gzbx = s.gridZBlockX.load(std::memory_order_acquire);
+        const std::uint64_t byz = s.blockYZ.load(std::memory_order_acquire);
+        const std::uintptr_t stream = s.stream.load(std::memory_order_acquire);
+        const long thread = s.thread.load(std::memory_order_acquire);
+        const char* file = s.file.load(std::memory_order_acquire);
+        const std::uint32_t line = s.line.load(std::memory_order_acquire);
         if (s.sequence.load(std::memory_order_relaxed) != 2 * n + 2)
             continue; // overwritten while read
         if (pendingOnly && retired(j, n, stream))
