@@ -24,9 +24,12 @@ class CUCTX_API WorkerProcess {
 public:
     WorkerProcess() = default; ///< no child
     /// Starts `argv[0]` (searched in PATH) with `argv`, this environment plus `extraEnvironment`.
-    /// Throws Errc::invalid_argument naming the program when it cannot be started.
+    /// The child gets `passFds[i]` of this process as its descriptor 3 + i (no other descriptor
+    /// opened with O_CLOEXEC leaks into it). Throws Errc::invalid_argument naming the program when it
+    /// cannot be started.
     static WorkerProcess spawn(const std::vector<std::string>& argv,
-                               const std::map<std::string, std::string>& extraEnvironment = {});
+                               const std::map<std::string, std::string>& extraEnvironment = {},
+                               const std::vector<int>& passFds = {});
     /// Takes over `other`'s child; `other` is left with none.
     WorkerProcess(WorkerProcess&& other) noexcept;
     /// Waits for this object's child (if not waited for), then takes over `other`'s.
@@ -37,6 +40,8 @@ public:
     /// Waits for the child; its exit status, or 128 + the signal that ended it; -1 when there is no
     /// child to wait for (or waitpid failed).
     int wait();
+    /// Sends `signal` to the child (not waited for yet); false when there is none or kill failed.
+    bool kill(int signal) noexcept;
     /// The child's process id; -1 when there is none or it was waited for.
     pid_t pid() const noexcept { return pid_; }
 

@@ -3,6 +3,8 @@
 
 #include "check/check.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +18,8 @@ extern char** environ;
 namespace cuctx {
 
 WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
-                                   const std::map<std::string, std::string>& extraEnvironment)
+                                   const std::map<std::string, std::string>& extraEnvironment,
+                                   const std::vector<int>& passFds)
 {
     if (argv.empty())
         detail::throwError(Errc::invalid_argument, "cuctx::WorkerProcess::spawn", "no program to start");
@@ -39,10 +42,36 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
     for (std::string& e : envStrings)
         env.push_back(e.data());
     env.push_back(nullptr);
+    // The descriptors to pass go first to fresh numbers above every target (so that one dup2 never
+    // overwrites a source another still needs), then to 3, 4, ...: dup2 clears O_CLOEXEC on the copy.
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    std::vector<int> staged;
+    const int firstTarget = 3;
+    const int above = firstTarget + static_cast<int>(passFds.size());
+    for (int fd : passFds) {
+        const int copy = fcntl(fd, F_DUPFD_CLOEXEC, above);
+        if (copy < 0) {
+            const int err = errno;
+            for (int s : staged)
+                close(s);
+            posix_spawn_file_actions_destroy(&actions);
+            detail::throwError(Errc::invalid_argument, "cuctx::WorkerProcess::spawn",
+                               "cannot pass descriptor " + std::to_string(fd) + " to '" + argv[0] +
+                                   "': " + std::strerror(err));
+        }
+        staged.push_back(copy);
+    }
+    for (std::size_t i = 0; i < staged.size(); ++i)
+        posix_spawn_file_actions_adddup2(&actions, staged[i], firstTarget + static_cast<int>(i));
     pid_t pid = -1;
     // posix_spawn execs at once (vfork-like): the child never runs this process's code, so it has
     // none of the CUDA state a fork after cuInit would poison.
-    const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, nullptr, args.data(), env.data());
+    const int rc =
+        posix_spawnp(&pid, argv[0].c_str(), staged.empty() ? nullptr : &actions, nullptr, args.data(), env.data());
+    posix_spawn_file_actions_destroy(&actions);
+    for (int s : staged)
+        close(s);
     if (rc != 0)
         detail::throwError(Errc::invalid_argument, "cuctx::WorkerProcess::spawn",
                            "cannot start '" + argv[0] + "': " + std::strerror(rc),
@@ -89,6 +118,11 @@ int WorkerProcess::wait()
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return -1;
+}
+
+bool WorkerProcess::kill(int signal) noexcept
+{
+    return pid_ > 0 && ::kill(pid_, signal) == 0;
 }
 
 std::string WorkerProcess::selfExecutable()
