@@ -11,6 +11,10 @@
 //
 // Configuration read at each cuInit: CUCTX_FAKE_DEVICES (default 2), CUCTX_FAKE_DRIVER_VERSION
 // (default 13000), CUCTX_FAKE_HIDE (comma-separated entry points the fake pretends not to have).
+//
+// Kernels that go wrong, by name (any module's .entry): launching `cuctx_fake_illegal_address`
+// returns CUDA_ERROR_ILLEGAL_ADDRESS (a store to address 0 on a real device); launching
+// `cuctx_fake_never_ends` never returns (a kernel that never ends): for worker processes only.
 
 extern "C" {
 

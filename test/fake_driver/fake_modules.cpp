@@ -8,6 +8,7 @@
 #include "fake_internal.hpp"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -426,11 +427,29 @@ CUresult checkLaunch(CUfunction f, unsigned bx, unsigned by, unsigned bz, CUstre
     return CUDA_SUCCESS;
 }
 
+// Kernels of these names stand for kernels that go wrong on a real device (fake_driver.hpp): one
+// that stores to address 0 ends in CUDA_ERROR_ILLEGAL_ADDRESS; one that never ends blocks its
+// caller for good (the process is killed; only GpuWorker's worker processes launch it).
+CUresult misbehave(CUfunction f)
+{
+    FakeFunction* fn = function(f);
+    if (fn == nullptr)
+        return CUDA_SUCCESS;
+    if (fn->name == "cuctx_fake_illegal_address")
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (fn->name == "cuctx_fake_never_ends")
+        for (;;)
+            ::pause();
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI fakeLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by, unsigned bz,
                                   unsigned, CUstream stream, void**, void**)
 {
     FAKE_ENTER("cuLaunchKernel");
-    return checkLaunch(f, bx, by, bz, stream);
+    if (CUresult r = checkLaunch(f, bx, by, bz, stream); r != CUDA_SUCCESS)
+        return r;
+    return misbehave(f);
 }
 
 CUresult CUDAAPI fakeLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void**, void**)
@@ -438,7 +457,10 @@ CUresult CUDAAPI fakeLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, 
     FAKE_ENTER("cuLaunchKernelEx");
     if (config == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    return checkLaunch(f, config->blockDimX, config->blockDimY, config->blockDimZ, config->hStream);
+    if (CUresult r = checkLaunch(f, config->blockDimX, config->blockDimY, config->blockDimZ, config->hStream);
+        r != CUDA_SUCCESS)
+        return r;
+    return misbehave(f);
 }
 
 CUresult CUDAAPI fakeOccupancyMaxActiveBlocks(int* blocks, CUfunction f, int blockSize, size_t)
