@@ -27,6 +27,7 @@ enum class Errc {
     stack_mismatch,    ///< the thread's context stack is not what cuctx left there (foreign change)
     context_busy,      ///< a context that allows one thread at a time is current on another thread
     device_poisoned,   ///< a sticky fault (illegal address, trap...) made the device unusable in this process
+    worker_fault,      ///< a GpuWorker's process faulted, died or missed a deadline and was replaced
 };
 
 /// The category of Errc values ("cuctx").

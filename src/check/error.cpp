@@ -30,6 +30,7 @@ public:
         case Errc::stack_mismatch: return "the thread's context stack was changed behind cuctx's back";
         case Errc::context_busy: return "the context is current on another thread";
         case Errc::device_poisoned: return "a sticky fault made the device unusable for the rest of the process";
+        case Errc::worker_fault: return "a GPU worker process faulted and was replaced";
         }
         return "unknown cuctx error";
     }
