@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -313,4 +314,21 @@ TEST_CASE("the worker protocol decodes what it encodes and refuses anything else
     CHECK(decoded->sticky);
     REQUIRE(decoded->journal.size() == 1);
     CHECK(decoded->journal[0].block[2] == 6);
+}
+
+TEST_CASE("GpuWorker finds its program through CUCTX_GPU_WORKER first", "[worker]")
+{
+    const char* old = std::getenv("CUCTX_GPU_WORKER");
+    const std::string saved = old != nullptr ? old : "";
+    ::setenv("CUCTX_GPU_WORKER", CUCTX_GPU_WORKER_PATH, 1);
+    CHECK(GpuWorker::defaultProgram() == CUCTX_GPU_WORKER_PATH);
+    {
+        GpuWorker worker; // no program named: the variable's
+        requireServes(worker);
+    }
+    ::unsetenv("CUCTX_GPU_WORKER");
+    // This test links cuctx statically, so there is no libcuctx.so to look beside: the installed path.
+    CHECK_THAT(GpuWorker::defaultProgram(), Catch::EndsWith("cuctx/cuctx-gpu-worker"));
+    if (old != nullptr)
+        ::setenv("CUCTX_GPU_WORKER", saved.c_str(), 1);
 }
