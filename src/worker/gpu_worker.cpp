@@ -5,6 +5,8 @@
 #include "cuctx/gpu_worker.hpp"
 
 #include "check/check.hpp"
+#include "check/sticky.hpp"
+#include "check/sticky.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/worker_process.hpp"
@@ -35,21 +37,7 @@ namespace wk = detail::worker;
 
 bool isStickyResult(int result) noexcept
 {
-    // The results the CUDA documentation says leave the context (here: the device, for the whole
-    // process; driver-facts.md) unusable. Kept in this one function so that it can defer to a central
-    // classification of poisoning results.
-    switch (result) {
-    case 700: // CUDA_ERROR_ILLEGAL_ADDRESS
-    case 714: // CUDA_ERROR_HARDWARE_STACK_ERROR
-    case 715: // CUDA_ERROR_ILLEGAL_INSTRUCTION
-    case 716: // CUDA_ERROR_MISALIGNED_ADDRESS
-    case 717: // CUDA_ERROR_INVALID_ADDRESS_SPACE
-    case 718: // CUDA_ERROR_INVALID_PC
-    case 719: // CUDA_ERROR_LAUNCH_FAILED
-    case 710: // CUDA_ERROR_ASSERT (a device-side trap or assert)
-        return true;
-    default: return false;
-    }
+    return detail::isStickyResult(result); // one list for the process and its workers: check/sticky.cpp
 }
 
 WorkRequest WorkRequest::fromImage(std::string_view image, std::string kernel)
