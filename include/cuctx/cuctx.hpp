@@ -22,6 +22,7 @@
 #include "cuctx/error.hpp"
 #include "cuctx/event.hpp"
 #include "cuctx/function.hpp"
+#include "cuctx/gpu_process.hpp"
 #include "cuctx/gpu_worker.hpp"
 #include "cuctx/image_kind.hpp"
 #include "cuctx/ipc_handle.hpp"

@@ -28,6 +28,7 @@ enum class Errc {
     context_busy,      ///< a context that allows one thread at a time is current on another thread
     device_poisoned,   ///< a sticky fault (illegal address, trap...) made the device unusable in this process
     worker_fault,      ///< a GpuWorker's process faulted, died or missed a deadline and was replaced
+    nvml_unavailable,  ///< NVML (libnvidia-ml.so.1), which lists processes and modes, could not be used
 };
 
 /// The category of Errc values ("cuctx").

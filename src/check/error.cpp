@@ -31,6 +31,7 @@ public:
         case Errc::context_busy: return "the context is current on another thread";
         case Errc::device_poisoned: return "a sticky fault made the device unusable for the rest of the process";
         case Errc::worker_fault: return "a GPU worker process faulted and was replaced";
+        case Errc::nvml_unavailable: return "the NVIDIA management library (NVML) could not be used";
         }
         return "unknown cuctx error";
     }

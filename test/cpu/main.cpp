@@ -7,8 +7,11 @@
 
 #include "cuctx/driver.hpp"
 
+#include <cstdlib>
+
 int main(int argc, char** argv)
 {
     cuctx::Driver::setLibraryPath(CUCTX_FAKE_DRIVER_PATH);
+    ::setenv("CUCTX_NVML_PATH", CUCTX_FAKE_NVML_PATH, 0); // cuctx::processes() and what uses it
     return Catch::Session().run(argc, argv);
 }

@@ -1146,4 +1146,16 @@ int cuctx_fake_primary_refcount(int device)
     return s.primaries[static_cast<std::size_t>(device)].refcount;
 }
 
+int cuctx_fake_device_contexts(int device)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (device < 0 || static_cast<std::size_t>(device) >= s.primaries.size())
+        return 0;
+    int n = s.primaries[static_cast<std::size_t>(device)].refcount > 0 ? 1 : 0;
+    for (const FakeContext* c : s.liveCreated)
+        n += c->device == device ? 1 : 0;
+    return n;
+}
+
 } // extern "C"

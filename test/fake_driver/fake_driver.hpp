@@ -50,6 +50,9 @@ int cuctx_fake_primary_refcount(int device);
 /// How many SMs two green contexts (CUgreenCtx handles) share. The real driver reports SM counts
 /// only; the fake knows which SMs each split gave (see the green-context section of fake_driver.cpp).
 int cuctx_fake_green_overlap(const void* a, const void* b);
+/// Contexts that hold memory on `device`: its primary context when retained, and every created
+/// (or green) context not yet destroyed. The fake NVML lists this process by it.
+int cuctx_fake_device_contexts(int device);
 
 } // extern "C"
 

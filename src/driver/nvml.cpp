@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+#include "driver/nvml.hpp"
+
+#include "check/check.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+namespace cuctx::detail {
+namespace {
+
+Error nvmlError(Errc condition, std::string call, std::string object, std::string detail, std::string hint,
+                SourceLocation where = SourceLocation::current())
+{
+    ErrorInfo info;
+    info.condition = condition;
+    info.call = std::move(call);
+    info.object = std::move(object);
+    info.detail = std::move(detail);
+    info.hint = std::move(hint);
+    return Error(std::move(info), where);
+}
+
+const char* nvmlResultName(NvmlReturn r)
+{
+    switch (r) {
+    case 0: return "NVML_SUCCESS";
+    case 1: return "NVML_ERROR_UNINITIALIZED";
+    case 2: return "NVML_ERROR_INVALID_ARGUMENT";
+    case 3: return "NVML_ERROR_NOT_SUPPORTED";
+    case 4: return "NVML_ERROR_NO_PERMISSION";
+    case 5: return "NVML_ERROR_ALREADY_INITIALIZED";
+    case 6: return "NVML_ERROR_NOT_FOUND";
+    case 7: return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case 9: return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case 15: return "NVML_ERROR_GPU_IS_LOST";
+    case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case 999: return "NVML_ERROR_UNKNOWN";
+    default: return "NVML error";
+    }
+}
+
+template <typename Fn>
+void symbol(void* handle, Fn& slot, const char* name)
+{
+    slot = reinterpret_cast<Fn>(dlsym(handle, name));
+}
+
+const char* const kHint = "Install the NVIDIA driver's NVML (libnvidia-ml.so.1 comes with the driver), or point "
+                          "CUCTX_NVML_PATH at it";
+
+} // namespace
+
+LoadedNvml::~LoadedNvml()
+{
+    if (handle_ == nullptr)
+        return;
+    if (initialised && api.nvmlShutdown != nullptr)
+        api.nvmlShutdown();
+    dlclose(handle_);
+}
+
+std::string nvmlResultText(const NvmlApi& api, NvmlReturn r)
+{
+    std::string text = nvmlResultName(r);
+    text += " (" + std::to_string(r) + ")";
+    if (api.nvmlErrorString != nullptr)
+        if (const char* s = api.nvmlErrorString(r); s != nullptr && s[0] != '\0')
+            text += std::string(": ") + s;
+    return text;
+}
+
+NvmlAttempt loadNvml(const std::string& path)
+{
+    NvmlAttempt attempt;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        const char* reason = dlerror();
+        std::string why = reason != nullptr ? reason : "no reason given";
+        if (why.starts_with(path + ": "))
+            why.erase(0, path.size() + 2);
+        attempt.error = nvmlError(Errc::nvml_unavailable, "dlopen", path,
+                                  "the NVIDIA management library could not be loaded (" + why + ")", kHint);
+        return attempt;
+    }
+    auto loaded = std::make_unique<LoadedNvml>(handle);
+    NvmlApi& a = loaded->api;
+    link_map* map = nullptr;
+    a.resolvedPath = dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr
+                         ? std::string(map->l_name)
+                         : path;
+    symbol(handle, a.nvmlInit_v2, "nvmlInit_v2");
+    symbol(handle, a.nvmlShutdown, "nvmlShutdown");
+    symbol(handle, a.nvmlErrorString, "nvmlErrorString");
+    symbol(handle, a.nvmlDeviceGetCount_v2, "nvmlDeviceGetCount_v2");
+    symbol(handle, a.nvmlDeviceGetHandleByIndex_v2, "nvmlDeviceGetHandleByIndex_v2");
+    symbol(handle, a.nvmlDeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID");
+    symbol(handle, a.nvmlDeviceGetUUID, "nvmlDeviceGetUUID");
+    symbol(handle, a.nvmlDeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode");
+    symbol(handle, a.nvmlDeviceGetComputeMode, "nvmlDeviceGetComputeMode");
+    symbol(handle, a.nvmlDeviceGetMigMode, "nvmlDeviceGetMigMode");
+    symbol(handle, a.nvmlDeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount");
+    symbol(handle, a.nvmlDeviceGetMigDeviceHandleByIndex, "nvmlDeviceGetMigDeviceHandleByIndex");
+    symbol(handle, a.nvmlSystemGetProcessName, "nvmlSystemGetProcessName");
+    // The process lists: the newest ABI the library has (R470 added _v2, R510 _v3, both with the
+    // instance ids; the unversioned one fills the short v1 record).
+    if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v3"); a.computeProcessesV2)
+        a.computeProcessesVersion = 3;
+    else if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v2"); a.computeProcessesV2)
+        a.computeProcessesVersion = 2;
+    else if (symbol(handle, a.computeProcessesV1, "nvmlDeviceGetComputeRunningProcesses"); a.computeProcessesV1)
+        a.computeProcessesVersion = 1;
+    symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+    if (a.mpsProcessesV2 == nullptr)
+        symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v2");
+    if (a.mpsProcessesV2 == nullptr)
+        symbol(handle, a.mpsProcessesV1, "nvmlDeviceGetMPSComputeRunningProcesses");
+
+    std::string missing;
+    auto need = [&](const void* p, const char* name) {
+        if (p == nullptr)
+            missing += (missing.empty() ? "" : ", ") + std::string(name);
+    };
+    need(reinterpret_cast<const void*>(a.nvmlInit_v2), "nvmlInit_v2");
+    need(reinterpret_cast<const void*>(a.nvmlShutdown), "nvmlShutdown");
+    need(reinterpret_cast<const void*>(a.nvmlDeviceGetCount_v2), "nvmlDeviceGetCount_v2");
+    need(reinterpret_cast<const void*>(a.nvmlDeviceGetHandleByIndex_v2), "nvmlDeviceGetHandleByIndex_v2");
+    need(reinterpret_cast<const void*>(a.nvmlDeviceGetHandleByUUID), "nvmlDeviceGetHandleByUUID");
+    need(reinterpret_cast<const void*>(a.nvmlDeviceGetUUID), "nvmlDeviceGetUUID");
+    if (a.computeProcessesVersion == 0)
+        missing += (missing.empty() ? "" : ", ") + std::string("nvmlDeviceGetComputeRunningProcesses");
+    if (!missing.empty()) {
+        attempt.error = nvmlError(Errc::nvml_unavailable, "dlsym", a.resolvedPath,
+                                  "the NVIDIA management library lacks entry points cuctx needs: " + missing,
+                                  "Install a newer NVIDIA driver (R450 or newer)");
+        return attempt;
+    }
+    if (const NvmlReturn r = a.nvmlInit_v2(); r != kNvmlSuccess) {
+        attempt.error =
+            nvmlError(Errc::nvml_unavailable, "nvmlInit_v2", a.resolvedPath,
+                      "the NVIDIA management library did not initialise: " + nvmlResultText(a, r),
+                      r == 9 ? "Load the NVIDIA kernel module (nvidia-smi says whether it is)"
+                      : r == 18
+                          ? "The driver and its libraries differ in version: reboot, or reinstall the driver"
+                          : "Check that nvidia-smi works on this machine");
+        return attempt;
+    }
+    loaded->initialised = true;
+    attempt.nvml = std::move(loaded);
+    return attempt;
+}
+
+std::string nvmlLibraryPath()
+{
+    if (const char* env = std::getenv("CUCTX_NVML_PATH"); env != nullptr && env[0] != '\0')
+        return env;
+    return "libnvidia-ml.so.1";
+}
+
+const NvmlApi& nvml(const char* who)
+{
+    struct State {
+        std::once_flag once;
+        std::unique_ptr<LoadedNvml> nvml; // never closed: other threads may call into it
+        std::optional<Error> failure;
+    };
+    static auto* s = new State; // never destroyed: threads may outlive static destructors
+    std::call_once(s->once, [] {
+        NvmlAttempt attempt = loadNvml(nvmlLibraryPath());
+        s->failure = std::move(attempt.error);
+        s->nvml = std::move(attempt.nvml);
+        if (s->nvml)
+            s->nvml->leak();
+    });
+    if (!s->nvml) {
+        ErrorInfo info;
+        info.condition = Errc::nvml_unavailable;
+        info.call = who;
+        info.object = s->failure->object();
+        info.detail = s->failure->detail();
+        info.hint = s->failure->hint();
+        throw Error(std::move(info));
+    }
+    return s->nvml->api;
+}
+
+std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps)
+{
+    const auto v2 = mps ? api.mpsProcessesV2 : api.computeProcessesV2;
+    const auto v1 = mps ? api.mpsProcessesV1 : api.computeProcessesV1;
+    const char* call = mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";
+    std::vector<NvmlProcess> out;
+    if (v2 == nullptr && v1 == nullptr)
+        return out;
+    auto fill = [&](auto fn, auto record) {
+        using Record = decltype(record);
+        std::vector<Record> buffer(16);
+        for (int attempt = 0; attempt < 8; ++attempt) { // a process may start between two calls
+            unsigned count = static_cast<unsigned>(buffer.size());
+            const NvmlReturn r = fn(device, &count, buffer.data());
+            if (r == kNvmlInsufficientSize) {
+                buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
+                continue;
+            }
+            if (r == kNvmlNotSupported || r == kNvmlNotFound)
+                return; // not a compute device, or no MPS here
+            if (r != kNvmlSuccess) {
+                ErrorInfo info;
+                info.condition = Errc::driver_error;
+                info.call = call;
+                info.detail = "NVML refused the process list: " + nvmlResultText(api, r);
+                info.hint = r == 4 ? "Run as a user allowed to see the GPU's processes (root, or with "
+                                     "NVreg_RestrictProfilingToAdminUsers=0)"
+                                   : "Check that nvidia-smi lists the processes";
+                throw Error(std::move(info));
+            }
+            for (unsigned i = 0; i < count && i < buffer.size(); ++i) {
+                NvmlProcess p;
+                p.pid = buffer[i].pid;
+                if (buffer[i].usedGpuMemory != kNvmlValueNotAvailable)
+                    p.usedMemory = buffer[i].usedGpuMemory;
+                out.push_back(p);
+            }
+            return;
+        }
+    };
+    if (v2 != nullptr)
+        fill(v2, NvmlProcessInfoV2{});
+    else
+        fill(v1, NvmlProcessInfoV1{});
+    return out;
+}
+
+NvmlDevice nvmlDeviceByUuid(const NvmlApi& api, const std::string& uuid)
+{
+    NvmlDevice d = nullptr;
+    if (api.nvmlDeviceGetHandleByUUID(uuid.c_str(), &d) != kNvmlSuccess)
+        return nullptr;
+    return d;
+}
+
+std::string nvmlUuidOf(const NvmlApi& api, NvmlDevice device)
+{
+    char text[96] = {};
+    if (api.nvmlDeviceGetUUID(device, text, sizeof text - 1) != kNvmlSuccess)
+        return {};
+    return text;
+}
+
+} // namespace cuctx::detail

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// cuctx::processes(): NVML's per-device process lists, joined by pid, with what /proc says about
+// each process (name, command line, its binding) and whether it strays from that binding.
+
+#include "cuctx/gpu_process.hpp"
+
+#include "cuctx/device.hpp"
+#include "cuctx/rank_binding.hpp"
+
+#include "driver/nvml.hpp"
+#include "process/environment.hpp"
+#include "report/gpu_processes.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace cuctx {
+namespace detail {
+namespace {
+
+std::optional<std::string> readProcFile(unsigned pid, const char* file)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
+    if (!in)
+        return std::nullopt;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad())
+        return std::nullopt;
+    return text;
+}
+
+// NUL-separated "NAME=value" records.
+std::map<std::string, std::string> parseEnviron(const std::string& text)
+{
+    std::map<std::string, std::string> env;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\0', at);
+        if (end == std::string::npos)
+            end = text.size();
+        const std::string record = text.substr(at, end - at);
+        if (const auto eq = record.find('='); eq != std::string::npos)
+            env.emplace(record.substr(0, eq), record.substr(eq + 1));
+        at = end + 1;
+    }
+    return env;
+}
+
+std::string joinOrdinals(const std::vector<int>& ordinals)
+{
+    std::string text;
+    for (int o : ordinals)
+        text += (text.empty() ? "" : ", ") + std::to_string(o);
+    return text;
+}
+
+} // namespace
+
+std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std::string>& uuids)
+{
+    std::vector<NvmlDevice> handles;
+    for (const std::string& uuid : uuids) {
+        NvmlDevice d = nvmlDeviceByUuid(api, uuid);
+        if (d == nullptr && uuid.starts_with("GPU-")) // a MIG instance: the same digits, "MIG-"
+            d = nvmlDeviceByUuid(api, "MIG-" + uuid.substr(4));
+        handles.push_back(d);
+    }
+    return handles;
+}
+
+void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::string>& visibleUuids)
+{
+    // The physical devices its CUDA_VISIBLE_DEVICES names, as NVML's UUIDs, in its order.
+    std::vector<std::string> physical;
+    std::vector<std::string> all;
+    unsigned count = 0;
+    if (api.nvmlDeviceGetCount_v2(&count) == kNvmlSuccess)
+        for (unsigned i = 0; i < count; ++i) {
+            NvmlDevice d = nullptr;
+            all.push_back(api.nvmlDeviceGetHandleByIndex_v2(i, &d) == kNvmlSuccess ? nvmlUuidOf(api, d) : "");
+        }
+    std::string binding;
+    if (p.cudaVisibleDevices) {
+        for (const std::string& entry : parseVisibleDevices(*p.cudaVisibleDevices).used) {
+            std::string uuid;
+            if (entry.starts_with("GPU-") || entry.starts_with("MIG-")) { // a UUID, or a prefix of one
+                for (const std::string& u : all)
+                    if (u.starts_with(entry))
+                        uuid = u;
+                if (uuid.empty())
+                    uuid = entry;
+            } else {
+                std::size_t i = 0;
+                const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), i);
+                if (ec == std::errc{} && i < all.size())
+                    uuid = all[i];
+            }
+            physical.push_back(uuid);
+        }
+        binding = "CUDA_VISIBLE_DEVICES=" + *p.cudaVisibleDevices;
+    } else {
+        physical = all;
+    }
+    std::vector<std::string> bound;
+    if (p.localRank) {
+        const auto rank = static_cast<std::size_t>(*p.localRank);
+        if (p.cudaVisibleDevices && physical.size() == 1)
+            bound = physical;
+        else if (rank < physical.size())
+            bound = {physical[rank]};
+        else
+            bound = physical;
+        binding += std::string(binding.empty() ? "" : ", ") + "local rank " + std::to_string(*p.localRank) + " (" +
+                   p.localRankSource + ")";
+    } else if (p.cudaVisibleDevices) {
+        bound = physical;
+    }
+    if (binding.empty())
+        return; // nothing says which devices it should use
+    for (std::size_t o = 0; o < visibleUuids.size(); ++o)
+        if (std::find(bound.begin(), bound.end(), visibleUuids[o]) != bound.end())
+            p.boundDevices.push_back(static_cast<int>(o));
+    std::vector<int> held;
+    std::vector<int> outside;
+    for (const GpuProcessDevice& d : p.devices) {
+        held.push_back(d.ordinal);
+        if (std::find(bound.begin(), bound.end(), d.uuid) == bound.end())
+            outside.push_back(d.ordinal);
+    }
+    if (outside.empty())
+        return;
+    const std::string allows = p.boundDevices.empty() ? "no device this process sees"
+                                                      : "device" + std::string(p.boundDevices.size() == 1 ? " " : "s ") +
+                                                            joinOrdinals(p.boundDevices);
+    const bool onZero = std::find(outside.begin(), outside.end(), 0) != outside.end();
+    if (onZero && held.size() > 1)
+        p.stray = "holds a context on device 0 though its binding (" + binding + ") is " + allows +
+                  ": it touched device 0 before choosing its own (set the device before any CUDA call)";
+    else
+        p.stray = "holds contexts on device" + std::string(held.size() == 1 ? " " : "s ") + joinOrdinals(held) +
+                  " though its binding (" + binding + ") allows " + allows;
+}
+
+std::vector<GpuProcess> processesFrom(const NvmlApi& api)
+{
+    const std::vector<Device> devices = Device::all();
+    std::vector<std::string> uuids;
+    for (const Device& d : devices)
+        uuids.push_back(d.uuid());
+    const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
+    std::map<unsigned, GpuProcess> byPid;
+    for (std::size_t o = 0; o < handles.size(); ++o) {
+        if (handles[o] == nullptr)
+            continue; // NVML does not know it (another driver instance): nothing to list
+        std::set<unsigned> seen;
+        for (const bool mps : {false, true}) {
+            for (const NvmlProcess& n : nvmlProcesses(api, handles[o], mps)) {
+                if (!seen.insert(n.pid).second)
+                    continue; // listed as a process and as an MPS client: once
+                GpuProcess& p = byPid[n.pid];
+                p.pid = n.pid;
+                p.devices.push_back({static_cast<int>(o), uuids[o], n.usedMemory, mps});
+            }
+        }
+    }
+    const auto self = static_cast<unsigned>(getpid());
+    std::vector<GpuProcess> out;
+    for (auto& [pid, p] : byPid) {
+        p.self = pid == self;
+        std::uint64_t sum = 0;
+        bool known = true;
+        for (const GpuProcessDevice& d : p.devices) {
+            known = known && d.usedMemoryBytes.has_value();
+            sum += d.usedMemoryBytes.value_or(0);
+        }
+        if (known)
+            p.usedMemoryBytes = sum;
+        if (auto comm = readProcFile(pid, "comm")) {
+            while (!comm->empty() && comm->back() == '\n')
+                comm->pop_back();
+            p.name = *comm;
+        } else if (api.nvmlSystemGetProcessName != nullptr) {
+            char name[256] = {};
+            if (api.nvmlSystemGetProcessName(pid, name, sizeof name - 1) == kNvmlSuccess)
+                p.name = name;
+        }
+        if (auto cmdline = readProcFile(pid, "cmdline"); cmdline && !cmdline->empty()) {
+            while (!cmdline->empty() && cmdline->back() == '\0')
+                cmdline->pop_back();
+            std::replace(cmdline->begin(), cmdline->end(), '\0', ' ');
+            p.commandLine = *cmdline;
+        }
+        if (const auto environ = readProcFile(pid, "environ")) {
+            p.environmentReadable = true;
+            const auto env = parseEnviron(*environ);
+            if (const auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end())
+                p.cudaVisibleDevices = it->second;
+            for (const std::string& name : localRankVariables())
+                if (const auto it = env.find(name); it != env.end())
+                    if (const auto rank = parseLocalRank(it->second)) {
+                        p.localRank = rank;
+                        p.localRankSource = name;
+                        break;
+                    }
+            judgeBinding(p, api, uuids);
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+} // namespace detail
+
+std::vector<GpuProcess> processes()
+{
+    return detail::processesFrom(detail::nvml("cuctx::processes"));
+}
+
+} // namespace cuctx
