@@ -41,7 +41,7 @@ struct GpuProcess {
     bool environmentReadable = false;
     std::optional<std::string> cudaVisibleDevices;
     std::optional<int> localRank;
-    std::string localRankSource;  ///< the variable it came from
+    std::string localRankSource;   ///< the variable it came from
     std::vector<int> boundDevices; ///< the ordinals its binding allows; empty when it says nothing
     /// Why it is a stray, empty when it is not: it holds a context on a device its binding does not
     /// allow (more devices than it should use, or device 0 while bound elsewhere: the extra ~500 MiB

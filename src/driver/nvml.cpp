@@ -145,10 +145,9 @@ NvmlAttempt loadNvml(const std::string& path)
         attempt.error =
             nvmlError(Errc::nvml_unavailable, "nvmlInit_v2", a.resolvedPath,
                       "the NVIDIA management library did not initialise: " + nvmlResultText(a, r),
-                      r == 9 ? "Load the NVIDIA kernel module (nvidia-smi says whether it is)"
-                      : r == 18
-                          ? "The driver and its libraries differ in version: reboot, or reinstall the driver"
-                          : "Check that nvidia-smi works on this machine");
+                      r == 9    ? "Load the NVIDIA kernel module (nvidia-smi says whether it is)"
+                      : r == 18 ? "The driver and its libraries differ in version: reboot, or reinstall the driver"
+                                : "Check that nvidia-smi works on this machine");
         return attempt;
     }
     loaded->initialised = true;

@@ -136,9 +136,10 @@ void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::stri
     }
     if (outside.empty())
         return;
-    const std::string allows = p.boundDevices.empty() ? "no device this process sees"
-                                                      : "device" + std::string(p.boundDevices.size() == 1 ? " " : "s ") +
-                                                            joinOrdinals(p.boundDevices);
+    const std::string allows =
+        p.boundDevices.empty()
+            ? "no device this process sees"
+            : "device" + std::string(p.boundDevices.size() == 1 ? " " : "s ") + joinOrdinals(p.boundDevices);
     const bool onZero = std::find(outside.begin(), outside.end(), 0) != outside.end();
     if (onZero && held.size() > 1)
         p.stray = "holds a context on device 0 though its binding (" + binding + ") is " + allows +

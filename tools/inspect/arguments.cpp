@@ -33,6 +33,8 @@ const Command kCommands[] = {
      "JIT's log when it does not load",
      "  --device N      the device to load it on (default 0)\n"
      "  --primary       load it into the primary context instead of a new one\n"},
+    {"processes", "",
+     "every process with a context on each visible GPU (NVML), its memory, and strays from their binding", ""},
     {"doctor", "", "check the CUDA set-up; one line per finding with what to do about it", ""},
     {"bench", "[--device N] [--threads N] [--iterations N] [--csv]",
      "measure context switching, guards, launches and module loads here, raw driver against cuctx",
@@ -48,12 +50,12 @@ const char* const kCommon = "  --json          machine-readable output (docs/sch
                             "  -h, --help      this text; --version: cuctx's version\n";
 
 const char* const kFooter = "\nA value follows its option ('--device 1' or '--device=1'); '--' ends them.\n"
-                            "Environment: CUCTX_DRIVER_PATH (the libcuda to load), CUDA_VISIBLE_DEVICES,\n"
-                            "CUCTX_LOG_LEVEL, NO_COLOR.\n"
+                            "Environment: CUCTX_DRIVER_PATH (the libcuda to load), CUCTX_NVML_PATH (the\n"
+                            "libnvidia-ml), CUDA_VISIBLE_DEVICES, CUCTX_LOG_LEVEL, NO_COLOR.\n"
                             "Exit status: 0 ok, 1 internal error, 2 usage, 3 no driver, 4 stub driver,\n"
                             "5 no device, 6 driver too old, 7 forked after CUDA init, 8 driver error,\n"
                             "9 the module did not load, 10 doctor found warnings, 11 doctor found errors,\n"
-                            "12 bench could not start its threads.\n";
+                            "12 bench could not start its threads, 13 NVML unavailable.\n";
 
 const Command* find(const std::string& name)
 {

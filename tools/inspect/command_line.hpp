@@ -44,5 +44,6 @@ int runContext(const CommandLine& c);
 int runModule(const CommandLine& c);
 int runDoctor(const CommandLine& c);
 int runBench(const CommandLine& c);
+int runProcesses(const CommandLine& c);
 
 } // namespace cuctx::tools

@@ -21,6 +21,7 @@ enum ExitCode : int {
     exitDoctorWarnings = 10, ///< `doctor`: warnings, no errors
     exitDoctorErrors = 11,   ///< `doctor`: at least one error
     exitNoResources = 12,    ///< `bench`: the system refused a thread the measurement needs
+    exitNoNvml = 13,         ///< `processes`: NVML (libnvidia-ml.so.1) could not be loaded or initialised
 };
 
 /// The exit status and the JSON "status" word for a load failure.
@@ -38,6 +39,7 @@ inline Outcome outcomeFor(Errc condition)
     case Errc::no_device: return {exitNoDevice, "no_device", "no CUDA device"};
     case Errc::driver_too_old: return {exitDriverTooOld, "driver_too_old", "CUDA driver too old"};
     case Errc::forked_after_init: return {exitForked, "forked_after_init", "forked after CUDA init"};
+    case Errc::nvml_unavailable: return {exitNoNvml, "nvml_unavailable", "NVML unavailable"};
     case Errc::invalid_argument: return {exitUsage, "usage_error", "bad argument"}; // --device 9 of 2, say
     default: return {exitDriverError, "driver_error", "CUDA driver error"};
     }

@@ -29,6 +29,8 @@ int (*runnerOf(const std::string& command))(const CommandLine&)
         return runDoctor;
     if (command == "bench")
         return runBench;
+    if (command == "processes")
+        return runProcesses;
     return runDevices;
 }
 
