@@ -15,6 +15,7 @@
 #include <barrier>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -56,6 +57,15 @@ void expectStackUnchanged(F&& f)
     if (after != before)
         detail::stackChanged(before, after);
 }
+
+/// Runs `f` and throws Errc::invalid_state, naming each device and what appeared there, if it
+/// created or retained a context on any device that stays after it returns: a primary context that
+/// was inactive and is now active (cuDevicePrimaryCtxGetState), this process newly listed by NVML on
+/// a device (any context, whoever made it: the runtime API, another library), or more contexts made
+/// through cuctx alive than before. For a backend's CI: "importing us does not touch the GPU".
+/// Without NVML (or where it refuses the list) the other two are checked. A context created and
+/// destroyed inside `f` leaves nothing to see. Loads the driver (cuInit), which makes no context.
+CUCTX_API void expectNoNewContexts(const std::function<void()>& f);
 
 namespace detail {
 /// runConcurrently with the thread creation given: `start(body)` returns a joinable std::jthread

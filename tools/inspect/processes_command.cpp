@@ -84,7 +84,8 @@ void printTable(const std::vector<GpuProcess>& list, bool verbose)
     std::printf("\n*  this process    m  an MPS client    CVD  CUDA_VISIBLE_DEVICES\n");
     for (const GpuProcess& p : list)
         if (!p.stray.empty())
-            std::printf("\n%s\n", detail::wrapText("stray " + std::to_string(p.pid) + ": " + p.stray + ".", 80, 2).c_str());
+            std::printf("\n%s\n",
+                        detail::wrapText("stray " + std::to_string(p.pid) + ": " + p.stray + ".", 80, 2).c_str());
     if (!verbose)
         return;
     for (const GpuProcess& p : list) {
