@@ -192,4 +192,49 @@ if doc:
     elided = next((r for r in doc["rows"] if r["name"].startswith("push+pop pair / guard on current")), None)
     expect("bench: an elided guard >= 10x cheaper than the raw pair", elided and elided["speedup"] >= 10, elided)
 
+# processes: a second process that holds the primary context and 256 MiB until its stdin closes (it says
+# "ready" once it does: a pipe, not a sleep), then cuctx-inspect processes against nvidia-smi's
+# --query-compute-apps, which reads the same NVML.
+HOLDER = """
+import ctypes, sys
+cuda = ctypes.CDLL("libcuda.so.1")
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+assert cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(256 << 20)) == 0
+print("ready", flush=True)
+sys.stdin.read()
+"""
+holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env=dict(os.environ, LOCAL_RANK="0"))
+try:
+    ready = holder.stdout.readline().strip() == "ready"
+    expect("processes: the second process holds a context", ready, "it did not say ready")
+    doc = run_json("inspect-processes.json", ["processes"]) if ready else None
+    run("inspect-processes.txt", ["processes", "-v"])
+    apps = smi("--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits")
+    if doc is not None and apps is not None:
+        smi_mib = {}
+        for line in apps.strip().splitlines():
+            pid, mib = (f.strip() for f in line.split(","))
+            smi_mib[int(pid)] = smi_mib.get(int(pid), 0) + int(mib)
+        ours = {p["pid"]: p for p in doc["processes"]}
+        mine = ours.get(holder.pid)
+        expect("processes: lists the second process", mine is not None, f"{holder.pid} not in {sorted(ours)}")
+        expect("nvidia-smi lists the second process", holder.pid in smi_mib, apps)
+        if mine is not None and holder.pid in smi_mib:
+            expect("processes: its memory as nvidia-smi says (MiB, within 2)",
+                   abs((mine["used_memory_bytes"] >> 20) - smi_mib[holder.pid]) <= 2,
+                   f"{mine['used_memory_bytes'] >> 20} MiB against {smi_mib[holder.pid]} MiB")
+            expect("processes: at least the 256 MiB it allocated", mine["used_memory_bytes"] >= 256 << 20,
+                   mine["used_memory_bytes"])
+            expect("processes: its name, command line and binding", mine["command_line"] is not None and
+                   "python" in mine["command_line"] and mine["local_rank"] == 0 and mine["stray"] is None, str(mine))
+        expect("processes: every pid nvidia-smi lists, and no other",
+               set(smi_mib) == set(ours), f"nvidia-smi {sorted(smi_mib)}, processes {sorted(ours)}")
+        expect("processes: lists no context of its own", not any(p["self"] for p in doc["processes"]))
+finally:
+    holder.stdin.close()
+    holder.wait(timeout=60)
+
 finish()
