@@ -8,6 +8,7 @@ usage: check_inspect_processes.py INSPECT FAKE_DRIVER FAKE_NVML SCHEMA_DIR
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -115,4 +116,67 @@ expect("processes --help: its usage, 80 columns", helped.returncode == 0 and
        helped.stdout.startswith("usage: cuctx-inspect processes") and checks.fits_columns(helped.stdout),
        helped.stdout)
 expect("--help lists processes", "processes" in run(["--help"]).stdout)
+# nvidia-smi-like queries: --query FIELDS --format csv[,noheader][,nounits], -i, --watch.
+r = run(["devices", "--query", "index,uuid,pci.bus_id,memory.total", "--format", "csv"], CUCTX_FAKE_DEVICES="3")
+lines = r.stdout.splitlines()
+expect("devices --query: a header with units, a row per device", r.returncode == 0 and
+       lines[0] == "index, uuid, pci.bus_id, memory.total [MiB]" and len(lines) == 4 and
+       lines[2].startswith("1, GPU-10111213-") and lines[2].endswith(", 0000:11:00.0, 81920 MiB"), r.stdout + r.stderr)
+r = run(["devices", "--query", "index,memory.total", "--format", "csv,noheader,nounits"])
+expect("devices --query csv,noheader,nounits", r.returncode == 0 and r.stdout == "0, 81920\n1, 81920\n", r.stdout)
+for ids, want in [("2", "2\n"), ("GPU-1011", "1\n"), ("0000:12:00.0", "2\n"), ("00000000:10:00.0", "0\n"),
+                  ("2,0", "0\n2\n")]:
+    r = run(["devices", "-i", ids, "--query", "index", "--format", "csv,noheader"], CUCTX_FAKE_DEVICES="3")
+    expect(f"devices -i {ids}: selects by ordinal, UUID prefix or PCI bus id", r.returncode == 0 and r.stdout == want,
+           r.stdout + r.stderr)
+r = run(["devices", "-i", "7"])
+expect("devices -i 7 of 2: exit 2, one line naming it", r.returncode == 2 and "no device matches '7'" in r.stderr and
+       len(r.stderr.strip().splitlines()) == 1 and r.stdout == "", r.stderr)
+doc = json.loads(run(["devices", "-i", "1", "--json"]).stdout)
+expect("devices -i 1 --json: that device only", [d["ordinal"] for d in doc["devices"]] == [1], str(doc["devices"]))
+for args, words in [(["devices", "--query", "index,bogus"], "'bogus' is no field of devices"),
+                    (["processes", "--query", "pid", "--format", "tsv"], "is not csv"),
+                    (["processes", "--query", "pid", "--format", "csv,loud"], "neither noheader nor nounits"),
+                    (["devices", "--format", "csv"], "--format goes with --query"),
+                    (["devices", "--count", "2"], "--count goes with --watch"),
+                    (["devices", "--watch", "0"], "--watch"),
+                    (["topology", "--query", "index"], "--query")]:
+    r = run(args)
+    expect(f"{' '.join(args)}: a usage error", r.returncode == 2 and words in r.stderr and r.stdout == "" and
+           f"usage: cuctx-inspect {args[0]}" in r.stderr, f"{r.returncode}\n{r.stderr}")
+helped = run(["processes", "--help-query"])
+expect("processes --help-query lists the fields", helped.returncode == 0 and "used_memory" in helped.stdout and
+       "gpu_bus_id" in helped.stdout and checks.fits_columns(helped.stdout), helped.stdout)
+
+r = run(["processes", "--query", "pid,process_name,used_memory,gpu_index,gpu_bus_id,stray", "--format", "csv"],
+        CUCTX_FAKE_NVML_PROCESSES="4001@0:100,4001@1:30,4002@1:7")
+expect("processes --query: a row per process and device, as nvidia-smi's --query-compute-apps",
+       r.returncode == 0 and r.stdout.splitlines() == [
+           "pid, process_name, used_memory [MiB], gpu_index, gpu_bus_id, stray",
+           "4001, fake-4001, 100 MiB, 0, 0000:10:00.0, no", "4001, fake-4001, 30 MiB, 1, 0000:11:00.0, no",
+           "4002, fake-4002, 7 MiB, 1, 0000:11:00.0, no"], r.stdout + r.stderr)
+r = run(["processes", "-i", "0", "--query", "pid,gpu_index", "--format", "csv,noheader"],
+        CUCTX_FAKE_NVML_PROCESSES="4001@0:100,4001@1:30,4002@1:7")
+expect("processes -i 0: the processes on device 0, only their device 0", r.stdout == "4001, 0\n", r.stdout + r.stderr)
+
+r = run(["devices", "--watch", "0.01", "--count", "3", "--query", "index", "--format", "csv"])
+expect("devices --watch --count 3: three prints, the header once", r.returncode == 0 and
+       r.stdout == "index\n0\n1\n0\n1\n0\n1\n", r.stdout + r.stderr)
+r = run(["processes", "--watch", "0.01", "--count", "2"])
+expect("processes --watch --count 2: the table twice", r.returncode == 0 and
+       r.stdout.count("cuctx-inspect processes:") == 2, r.stdout + r.stderr)
+# SIGINT ends a watch cleanly: after its first print (read from the pipe, no sleep), exit 0.
+full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
+full_env.update({"CUCTX_DRIVER_PATH": fake, "CUCTX_NVML_PATH": nvml})
+watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format", "csv,noheader"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+first = watch.stdout.readline()
+watch.send_signal(signal.SIGINT)
+try:
+    rest, err = watch.communicate(timeout=60)
+    expect("--watch ends cleanly on SIGINT: exit 0, nothing on stderr", first == "0\n" and watch.returncode == 0 and
+           err == "", f"{first!r} {watch.returncode} {err}")
+except subprocess.TimeoutExpired:
+    watch.kill()
+    expect("--watch ends on SIGINT", False, "still running a minute later")
 finish()

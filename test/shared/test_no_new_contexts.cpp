@@ -81,12 +81,12 @@ TEST_CASE("expectNoNewContexts catches a deliberate primary-context retain", "[t
         return;
     }
     CUcontext retained = nullptr;
-    const std::string what = failureOf([&] {
-        REQUIRE(cuctx::test::raw().cuDevicePrimaryCtxRetain(&retained, device->native()) == CUDA_SUCCESS);
-    });
+    const std::string what = failureOf(
+        [&] { REQUIRE(cuctx::test::raw().cuDevicePrimaryCtxRetain(&retained, device->native()) == CUDA_SUCCESS); });
     REQUIRE(retained != nullptr);
     CHECK(cuctx::test::raw().cuDevicePrimaryCtxRelease(device->native()) == CUDA_SUCCESS);
-    CHECK_THAT(what, Catch::Contains("device " + std::to_string(device->ordinal()) + "'s primary context became active"));
+    CHECK_THAT(what,
+               Catch::Contains("device " + std::to_string(device->ordinal()) + "'s primary context became active"));
     // Retained and released inside: nothing stays, nothing to report.
     expectNoNewContexts([&] {
         CUcontext c = nullptr;
@@ -114,9 +114,8 @@ TEST_CASE("expectNoNewContexts catches a context created behind cuctx's back, th
     }
     cuctx::test::drainRawStack();
     CUcontext created = nullptr;
-    const std::string what = failureOf([&] {
-        REQUIRE(cuctx::test::raw().cuCtxCreate_v2(&created, 0, device->native()) == CUDA_SUCCESS);
-    });
+    const std::string what =
+        failureOf([&] { REQUIRE(cuctx::test::raw().cuCtxCreate_v2(&created, 0, device->native()) == CUDA_SUCCESS); });
     REQUIRE(created != nullptr);
     CHECK(cuctx::test::raw().cuCtxDestroy(created) == CUDA_SUCCESS);
     CHECK_THAT(what, Catch::Contains("NVML now lists this process on device " + std::to_string(device->ordinal())));

@@ -2,6 +2,7 @@
 
 #include "common/cli_numbers.hpp"
 #include "format/report_format.hpp"
+#include "query_fields.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -21,8 +22,14 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"devices", "[--memory]", "the driver and every device (the default command)",
-     "  --memory        also measure free memory (activates each primary context)\n"},
+    {"devices", "[--memory] [-i ID] [--query FIELDS [--format csv,...]] [--watch S]",
+     "the driver and every device (the default command)",
+     "  --memory        also measure free memory (activates each primary context)\n"
+     "  -i ID[,ID]      only these devices (ordinals, UUIDs or prefixes, PCI bus ids)\n"
+     "  --query FIELDS  print these comma-separated fields as CSV (--help-query\n"
+     "                  lists them); --format csv[,noheader][,nounits]\n"
+     "  --watch SECONDS print again every SECONDS until interrupted (Ctrl-C);\n"
+     "                  --count N stops after N prints\n"},
     {"topology", "", "the peer-access matrix and P2P attributes between devices", ""},
     {"context", "[--device N] [--primary]",
      "make a context on a device (or retain its primary one) and show what it reports and what it cost",
@@ -33,8 +40,13 @@ const Command kCommands[] = {
      "JIT's log when it does not load",
      "  --device N      the device to load it on (default 0)\n"
      "  --primary       load it into the primary context instead of a new one\n"},
-    {"processes", "",
-     "every process with a context on each visible GPU (NVML), its memory, and strays from their binding", ""},
+    {"processes", "[-i ID] [--query FIELDS [--format csv,...]] [--watch S]",
+     "every process with a context on each visible GPU (NVML), its memory, and strays from their binding",
+     "  -i ID[,ID]      only these devices (ordinals, UUIDs or prefixes, PCI bus ids)\n"
+     "  --query FIELDS  print these comma-separated fields as CSV (--help-query\n"
+     "                  lists them); --format csv[,noheader][,nounits]\n"
+     "  --watch SECONDS print again every SECONDS until interrupted (Ctrl-C);\n"
+     "                  --count N stops after N prints\n"},
     {"doctor", "", "check the CUDA set-up; one line per finding with what to do about it", ""},
     {"bench", "[--device N] [--threads N] [--iterations N] [--csv]",
      "measure context switching, guards, launches and module loads here, raw driver against cuctx",
@@ -142,6 +154,15 @@ ParsedArguments parseArguments(const std::vector<std::string>& args)
     const CLI::Validator device = wholeNumber(0, INT_MAX);
     if (name == "devices")
         app.add_flag("--memory", line.memory);
+    bool helpQuery = false;
+    if (name == "devices" || name == "processes") {
+        app.add_option("-i,--id", line.select);
+        app.add_option("--query", line.query);
+        app.add_option("--format", line.format);
+        app.add_option("--watch", line.watch)->transform(realNumber(0.001, 86400));
+        app.add_option("--count", line.count)->transform(wholeNumber(1, kMaxBenchIterations));
+        app.add_flag("--help-query", helpQuery);
+    }
     if (name == "context" || name == "module") {
         app.add_option("--device", line.device)->transform(device);
         app.add_flag("--primary", line.primary);
@@ -161,6 +182,26 @@ ParsedArguments parseArguments(const std::vector<std::string>& args)
     } catch (const CLI::ParseError& e) {
         return usageError(e.what(), command);
     }
+    if (helpQuery) {
+        p.action = ParsedArguments::Action::help;
+        p.text = "Fields of cuctx-inspect " + name + " --query (nounits drops the units):\n";
+        for (const QueryField& f : queryFields(name)) {
+            char row[96];
+            std::snprintf(row, sizeof row, "  %-22s %s%s%s%s\n", f.name, f.help, f.unit[0] ? " [" : "", f.unit,
+                          f.unit[0] ? "]" : "");
+            p.text += row;
+        }
+        return p;
+    }
+    if (!line.format.empty() && line.query.empty())
+        return usageError("--format goes with --query", command);
+    if (!line.query.empty()) {
+        Query q;
+        if (const auto problem = parseQuery(name, line.query, line.format.empty() ? "csv" : line.format, q))
+            return usageError(*problem, command);
+    }
+    if (line.count > 0 && line.watch <= 0)
+        return usageError("--count goes with --watch", command);
     if (help) {
         p.action = ParsedArguments::Action::help;
         p.text = implicit ? generalUsage() : commandUsage(*command);

@@ -23,6 +23,11 @@ struct CommandLine {
     int threads = 0;      ///< bench: 0 = not given (up to 16, as many as the machine has)
     long iterations = 0;  ///< bench: 0 = not given (the default)
     std::string file;     ///< module
+    std::string select;   ///< devices, processes: -i, the devices to show ("" = all)
+    std::string query;    ///< devices, processes: --query FIELDS ("" = the table)
+    std::string format;   ///< with --query: "csv[,noheader][,nounits]" ("" = csv)
+    double watch = 0;     ///< devices, processes: --watch SECONDS (0 = print once)
+    long count = 0;       ///< with --watch: stop after this many prints (0 = until interrupted)
 };
 
 struct ParsedArguments {

@@ -5,6 +5,7 @@
 #include "format/cuda_version.hpp"
 #include "format/report_format.hpp"
 #include "format/report_json.hpp"
+#include "query.hpp"
 
 #include "cuctx/cuctx.hpp"
 
@@ -106,18 +107,35 @@ int runDevices(const CommandLine& c)
     auto empty = [](JsonWriter& j) { writeMembers(j, {}); };
     if (const auto failed = requireDriver(c, empty))
         return *failed;
-    std::vector<DeviceSnapshot> devices;
-    try {
-        devices = detail::snapshotDevices(c.memory);
-    } catch (const Error& e) {
-        return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
-    }
-    if (c.json) {
-        printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices); });
-    } else {
-        printTable(Driver::status(), devices, c.verbose);
-    }
-    return exitOk;
+    Query query;
+    if (!c.query.empty())
+        (void)parseQuery("devices", c.query, c.format.empty() ? "csv" : c.format, query); // checked when parsed
+    int prints = 0;
+    return repeatEvery(c.watch, c.count, [&]() -> int {
+        std::vector<DeviceSnapshot> devices;
+        try {
+            devices = detail::snapshotDevices(c.memory);
+            if (!c.select.empty()) {
+                const std::vector<int> chosen = selectDevices(c.select, devices);
+                std::erase_if(devices, [&](const DeviceSnapshot& d) {
+                    return std::find(chosen.begin(), chosen.end(), d.properties.ordinal) == chosen.end();
+                });
+            }
+        } catch (const Error& e) {
+            return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
+        }
+        if (!c.query.empty()) {
+            query.header = query.header && prints == 0; // a watch prints the header once
+            std::fputs(formatCsv("devices", query, deviceRows(devices)).c_str(), stdout);
+        } else if (c.json) {
+            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices); });
+        } else {
+            std::printf("%s", prints > 0 ? "\n" : "");
+            printTable(Driver::status(), devices, c.verbose);
+        }
+        ++prints;
+        return exitOk;
+    });
 }
 
 } // namespace cuctx::tools

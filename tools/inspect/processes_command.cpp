@@ -4,6 +4,10 @@
 
 #include "command_line.hpp"
 #include "format/report_format.hpp"
+#include "format/report_json.hpp"
+#include "query.hpp"
+
+#include <algorithm>
 
 #include "cuctx/cuctx.hpp"
 
@@ -104,18 +108,39 @@ int runProcesses(const CommandLine& c)
     auto empty = [](JsonWriter& j) { writeMembers(j, {}); };
     if (const auto failed = requireDriver(c, empty))
         return *failed;
-    std::vector<GpuProcess> list;
-    try {
-        list = processes();
-    } catch (const Error& e) {
-        return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
-    }
-    if (c.json) {
-        printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, list); });
-    } else {
-        printTable(list, c.verbose);
-    }
-    return exitOk;
+    Query query;
+    if (!c.query.empty())
+        (void)parseQuery("processes", c.query, c.format.empty() ? "csv" : c.format, query); // checked when parsed
+    int prints = 0;
+    return repeatEvery(c.watch, c.count, [&]() -> int {
+        std::vector<GpuProcess> list;
+        std::vector<DeviceSnapshot> devices;
+        try {
+            devices = detail::snapshotDevices(false);
+            list = processes();
+            if (!c.select.empty()) {
+                const std::vector<int> chosen = selectDevices(c.select, devices);
+                for (GpuProcess& p : list)
+                    std::erase_if(p.devices, [&](const GpuProcessDevice& d) {
+                        return std::find(chosen.begin(), chosen.end(), d.ordinal) == chosen.end();
+                    });
+                std::erase_if(list, [](const GpuProcess& p) { return p.devices.empty(); });
+            }
+        } catch (const Error& e) {
+            return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
+        }
+        if (!c.query.empty()) {
+            query.header = query.header && prints == 0; // a watch prints the header once
+            std::fputs(formatCsv("processes", query, processRows(list, devices)).c_str(), stdout);
+        } else if (c.json) {
+            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, list); });
+        } else {
+            std::printf("%s", prints > 0 ? "\n" : "");
+            printTable(list, c.verbose);
+        }
+        ++prints;
+        return exitOk;
+    });
 }
 
 } // namespace cuctx::tools

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+#include "query.hpp"
+
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+
+namespace cuctx::tools {
+namespace {
+
+std::string csvValue(const std::string& v)
+{
+    if (v.find_first_of(",\"\n") == std::string::npos)
+        return v;
+    std::string quoted = "\"";
+    for (char ch : v)
+        quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
+}
+
+std::string mib(std::optional<std::uint64_t> bytes)
+{
+    return bytes ? std::to_string(*bytes >> 20) : "[N/A]";
+}
+
+// A PCI bus id in one spelling: lower case, the domain as a number ("00000000:19:00.0" and
+// "0000:19:00.0" are the same device).
+std::string normalBusId(const std::string& id)
+{
+    std::string lower;
+    for (char ch : id)
+        lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto colon = lower.find(':');
+    if (colon == std::string::npos || lower.find(':', colon + 1) == std::string::npos)
+        return lower; // no domain
+    const std::string domain = lower.substr(0, colon);
+    const auto first = domain.find_first_not_of('0');
+    return (first == std::string::npos ? "0" : domain.substr(first)) + lower.substr(colon);
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+
+extern "C" void onStopSignal(int)
+{
+    g_stop = 1;
+}
+
+} // namespace
+
+std::string formatCsv(const std::string& command, const Query& q, const std::vector<QueryRow>& rows)
+{
+    const auto& known = queryFields(command);
+    auto unitOf = [&](const std::string& field) -> std::string {
+        for (const QueryField& k : known)
+            if (field == k.name)
+                return k.unit;
+        return "";
+    };
+    std::string text;
+    if (q.header) {
+        for (std::size_t i = 0; i < q.fields.size(); ++i) {
+            const std::string unit = unitOf(q.fields[i]);
+            text += (i == 0 ? "" : ", ") + q.fields[i] + (q.units && !unit.empty() ? " [" + unit + "]" : "");
+        }
+        text += "\n";
+    }
+    for (const QueryRow& row : rows) {
+        for (std::size_t i = 0; i < q.fields.size(); ++i) {
+            const auto it = row.find(q.fields[i]);
+            std::string value = it != row.end() ? it->second : "[N/A]";
+            const std::string unit = unitOf(q.fields[i]);
+            if (q.units && !unit.empty() && value != "[N/A]")
+                value += " " + unit;
+            text += (i == 0 ? "" : ", ") + csvValue(value);
+        }
+        text += "\n";
+    }
+    return text;
+}
+
+std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices)
+{
+    std::vector<QueryRow> rows;
+    for (const DeviceSnapshot& d : devices) {
+        const DeviceProperties& p = d.properties;
+        rows.push_back({
+            {"index", std::to_string(p.ordinal)},
+            {"name", p.name},
+            {"uuid", p.uuid},
+            {"pci.bus_id", p.pciBusId},
+            {"compute_cap", std::to_string(p.computeCapabilityMajor) + "." + std::to_string(p.computeCapabilityMinor)},
+            {"multiprocessors", std::to_string(p.multiprocessors)},
+            {"memory.total", std::to_string(p.totalMemory >> 20)},
+            {"compute_mode", p.computeModeName()},
+            {"primary_context", d.primary.active ? "active" : "inactive"},
+        });
+    }
+    return rows;
+}
+
+std::vector<QueryRow> processRows(const std::vector<GpuProcess>& list, const std::vector<DeviceSnapshot>& devices)
+{
+    std::vector<QueryRow> rows;
+    for (const GpuProcess& p : list)
+        for (const GpuProcessDevice& d : p.devices) {
+            std::string busId = "[N/A]";
+            for (const DeviceSnapshot& s : devices)
+                if (s.properties.ordinal == d.ordinal)
+                    busId = s.properties.pciBusId;
+            rows.push_back({
+                {"pid", std::to_string(p.pid)},
+                {"process_name", p.name.empty() ? "[N/A]" : p.name},
+                {"used_memory", mib(d.usedMemoryBytes)},
+                {"gpu_index", std::to_string(d.ordinal)},
+                {"gpu_uuid", d.uuid},
+                {"gpu_bus_id", busId},
+                {"mps_client", d.mpsClient ? "yes" : "no"},
+                {"cuda_visible_devices", p.cudaVisibleDevices.value_or("[N/A]")},
+                {"local_rank", p.localRank ? std::to_string(*p.localRank) : "[N/A]"},
+                {"stray", p.stray.empty() ? "no" : "yes"},
+                {"command_line", p.commandLine.value_or("[N/A]")},
+            });
+        }
+    return rows;
+}
+
+std::vector<int> selectDevices(const std::string& ids, const std::vector<DeviceSnapshot>& devices)
+{
+    std::vector<int> selected;
+    for (const std::string& id : splitList(ids)) {
+        std::optional<int> match;
+        const bool number = !id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        for (const DeviceSnapshot& d : devices) {
+            const DeviceProperties& p = d.properties;
+            const bool hit = number ? id.size() < 10 && std::stoi(id) == p.ordinal
+                             : id.starts_with("GPU-") || id.starts_with("MIG-")
+                                 ? id.size() > 4 && p.uuid.starts_with(id)
+                                 : normalBusId(id) == normalBusId(p.pciBusId);
+            if (hit && !match)
+                match = p.ordinal;
+        }
+        if (!match) {
+            ErrorInfo info;
+            info.condition = Errc::invalid_argument;
+            info.call = "cuctx-inspect -i";
+            info.detail = "no device matches '" + id + "' (" + std::to_string(devices.size()) +
+                          " visible: an ordinal, a UUID or its prefix, or a PCI bus id)";
+            info.hint = "List them with cuctx-inspect devices";
+            throw Error(std::move(info));
+        }
+        if (std::find(selected.begin(), selected.end(), *match) == selected.end())
+            selected.push_back(*match);
+    }
+    std::sort(selected.begin(), selected.end());
+    return selected;
+}
+
+int repeatEvery(double seconds, long count, const std::function<int()>& print)
+{
+    if (seconds <= 0)
+        return print();
+    struct sigaction action {};
+    action.sa_handler = onStopSignal; // no SA_RESTART: the wait below returns at once
+    sigemptyset(&action.sa_mask);
+    struct sigaction oldInt {}, oldTerm {};
+    sigaction(SIGINT, &action, &oldInt);
+    sigaction(SIGTERM, &action, &oldTerm);
+    int status = 0;
+    for (long n = 0; !g_stop && (count <= 0 || n < count); ++n) {
+        if (n > 0) {
+            timespec left{static_cast<time_t>(seconds),
+                          static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
+            while (!g_stop && nanosleep(&left, &left) != 0 && errno == EINTR) {
+            }
+            if (g_stop)
+                break;
+        }
+        status = print();
+        std::fflush(stdout);
+        if (status != 0)
+            break;
+    }
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+    return status;
+}
+
+} // namespace cuctx::tools
