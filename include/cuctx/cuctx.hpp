@@ -16,6 +16,7 @@
 #include "cuctx/device.hpp"
 #include "cuctx/device_buffer.hpp"
 #include "cuctx/device_fault.hpp"
+#include "cuctx/device_mode.hpp"
 #include "cuctx/device_properties.hpp"
 #include "cuctx/diagnosis.hpp"
 #include "cuctx/driver.hpp"

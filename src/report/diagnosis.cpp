@@ -2,9 +2,12 @@
 #include "cuctx/diagnosis.hpp"
 
 #include "cuctx/device.hpp"
+#include "cuctx/device_mode.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
+#include "cuctx/gpu_process.hpp"
 #include "cuctx/module.hpp"
+#include "cuctx/rank_binding.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
 #include "format/report_format.hpp"
@@ -16,6 +19,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string_view>
 #include <system_error>
 
@@ -227,6 +232,114 @@ void checkComputeModes(Findings& f)
         f.add("compute-mode", Severity::ok, "every device is in compute mode Default");
 }
 
+// MPS, MIG and persistence (deviceModes), and Exclusive Process devices another process holds.
+void checkModes(Findings& f)
+{
+    const std::vector<DeviceMode> modes = deviceModes();
+    const std::string nvmlProblem = modes.empty() ? std::string() : modes.front().nvmlProblem;
+    bool anyMps = false;
+    for (const DeviceMode& m : modes) {
+        if (!m.mps)
+            continue;
+        anyMps = true;
+        const std::string which = "device " + std::to_string(m.ordinal);
+        const std::string clients =
+            m.mpsClients ? std::to_string(*m.mpsClients) + " client process(es) now" : "clients not counted";
+        const bool full = m.mpsClients && *m.mpsClients >= kMpsClientContextLimit;
+        f.add("mps", full ? Severity::warning : Severity::note,
+              which + " is shared through MPS (" + clients + "): the server allows at most " +
+                  std::to_string(kMpsClientContextLimit) + " client contexts per device, across every client",
+              "keep one context per process under MPS (Context::primary), and set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+              "to divide the SMs; a context past the limit fails to create");
+    }
+    if (!anyMps)
+        f.add("mps", Severity::ok, "no device is shared through MPS");
+
+    if (!nvmlProblem.empty()) {
+        const std::string why = "not checked: NVML is unavailable (" + nvmlProblem + ")";
+        const std::string fix = "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it";
+        f.add("mig", Severity::note, why, fix);
+        f.add("persistence", Severity::note, why, fix);
+    } else {
+        bool anyMig = false;
+        for (const DeviceMode& m : modes)
+            if (m.mig == true) {
+                anyMig = true;
+                f.add("mig", Severity::note,
+                      "device " + std::to_string(m.ordinal) + " is on a GPU in MIG mode (" +
+                          std::to_string(m.migInstances.value_or(0)) +
+                          " instances); CUDA enumerates only one MIG instance per process",
+                      "give each process its own instance: CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them)");
+            }
+        int migEntries = 0;
+        if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
+            for (const std::string& e : split(cvd, ','))
+                migEntries += e.rfind("MIG-", 0) == 0 ? 1 : 0;
+        if (migEntries > 1)
+            f.add("mig", Severity::warning,
+                  "CUDA_VISIBLE_DEVICES names " + std::to_string(migEntries) +
+                      " MIG instances, but CUDA uses only the first in a process",
+                  "start one process per MIG instance, each with its own CUDA_VISIBLE_DEVICES");
+        else if (!anyMig)
+            f.add("mig", Severity::ok, "no GPU is in MIG mode");
+        std::string off;
+        for (const DeviceMode& m : modes)
+            if (m.persistence == false)
+                off += (off.empty() ? "" : ", ") + std::to_string(m.ordinal);
+        if (off.empty())
+            f.add("persistence", Severity::ok, "persistence mode is on wherever NVML says");
+        else
+            f.add("persistence", Severity::note,
+                  "persistence mode is off on device(s) " + off +
+                      ": the driver tears the GPU down when its last process exits, and each start pays for "
+                      "bringing it up again",
+                  "nvidia-smi -pm 1 (as root), or run nvidia-persistenced");
+    }
+
+    // Exclusive Process: another process holding the device means this one cannot make a context there.
+    std::vector<GpuProcess> others;
+    try {
+        for (GpuProcess& p : processes())
+            if (!p.self)
+                others.push_back(std::move(p));
+    } catch (const Error&) {
+        return; // NVML's absence is reported above
+    }
+    std::optional<int> bound;
+    std::string boundWhy;
+    try {
+        std::map<std::string, std::string> env;
+        for (const std::string& name : localRankVariables())
+            if (const char* v = std::getenv(name.c_str()))
+                env[name] = v;
+        if (!env.empty()) {
+            if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
+                env["CUDA_VISIBLE_DEVICES"] = cvd;
+            const RankBinding b = bindRank(env, static_cast<int>(modes.size()));
+            bound = b.ordinal;
+            boundWhy = b.describe();
+        }
+    } catch (const Error&) {
+    }
+    for (const DeviceMode& m : modes) {
+        if (m.computeMode != CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
+            continue;
+        for (const GpuProcess& p : others)
+            for (const GpuProcessDevice& d : p.devices)
+                if (d.ordinal == m.ordinal) {
+                    const bool mine = bound && *bound == m.ordinal;
+                    f.add("compute-mode", mine ? Severity::error : Severity::warning,
+                          "device " + std::to_string(m.ordinal) + " is in compute mode Exclusive Process and process " +
+                              std::to_string(p.pid) + " (" + p.name + ") holds it" +
+                              (mine ? ", yet this process's binding chooses it (" + boundWhy + ")" : "") +
+                              ": a context here fails with CUDA_ERROR_DEVICE_BUSY",
+                          "give each process a device of its own (CUDA_VISIBLE_DEVICES), or set compute mode "
+                          "Default: nvidia-smi -i " +
+                              std::to_string(m.ordinal) + " -c DEFAULT (as root)");
+                }
+    }
+}
+
 void checkModuleLoading(Findings& f)
 {
     const ModuleLoadingMode mode = Module::loadingMode();
@@ -419,6 +532,7 @@ std::vector<Finding> diagnose(const DiagnosisOptions& options)
     if (st.loaded) {
         try {
             checkComputeModes(f);
+            checkModes(f);
             checkModuleLoading(f);
         } catch (const Error& e) {
             f.add("devices", Severity::error, std::string("a driver call failed while checking: ") + e.what(),

@@ -332,7 +332,7 @@ with tempfile.TemporaryDirectory() as home:
     if doc:
         expect("doctor: every check ran", {f["check"] for f in doc["findings"]} ==
                {"driver", "loader-path", "devices", "visible-devices", "driver-version", "compute-mode",
-                "module-loading", "jit-cache", "fork"}, str(doc["findings"]))
+                "mps", "mig", "persistence", "module-loading", "jit-cache", "fork"}, str(doc["findings"]))
     cases = [
         ("no driver", dict(CUCTX_DRIVER_PATH=missing), 11, ("driver", "error"), "install the NVIDIA driver"),
         ("the stub", dict(CUCTX_DRIVER_PATH=stub), 11, ("driver", "error"), "stubs folder"),

@@ -179,4 +179,44 @@ try:
 except subprocess.TimeoutExpired:
     watch.kill()
     expect("--watch ends on SIGINT", False, "still running a minute later")
+# The machine's mode: devices --query and -v, doctor's mps, mig, persistence and compute-mode findings.
+modes = dict(CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_MIG="0", CUCTX_FAKE_NVML_PERSISTENCE="1",
+             CUCTX_FAKE_NVML_MPS_PROCESSES="4242@1:64")
+r = run(["devices", "--query", "index,mps,persistence_mode,mig.mode.current", "--format", "csv,noheader"], **modes)
+expect("devices --query: MPS, persistence and MIG per device", r.stdout == "0, Disabled, Disabled, Enabled\n"
+       "1, Enabled, Enabled, Disabled\n", r.stdout + r.stderr)
+r = run(["devices", "--query", "persistence_mode", "--format", "csv,noheader"], CUCTX_NVML_PATH="/nonexistent/nvml.so")
+expect("devices --query without NVML: [N/A], not a guess", r.returncode == 0 and r.stdout == "[N/A]\n[N/A]\n",
+       r.stdout + r.stderr)
+r = run(["devices", "-v"], **modes)
+expect("devices -v: MPS, its clients, persistence and MIG", "MPS client processes               1" in r.stdout and
+       "MIG                                on, 2 instances" in r.stdout and
+       "persistence mode                   on" in r.stdout, r.stdout)
+
+
+def findings(**env):
+    r = run(["doctor", "--json"], **env)
+    try:
+        return r.returncode, [(f["check"], f["severity"], f["summary"]) for f in json.loads(r.stdout)["findings"]]
+    except (json.JSONDecodeError, KeyError):
+        return r.returncode, []
+
+
+code, found = findings(**modes, CUDA_VISIBLE_DEVICES="MIG-a,MIG-b")
+expect("doctor: MPS noted with its client count and the limit of 60",
+       any(c == "mps" and s == "note" and "device 1 is shared through MPS (1 client" in t and "60 client contexts" in t
+           for c, s, t in found), str(found))
+expect("doctor: MIG noted, one instance per process",
+       any(c == "mig" and s == "note" and "only one MIG instance per process" in t for c, s, t in found), str(found))
+expect("doctor: two MIG instances in CUDA_VISIBLE_DEVICES is a warning (exit 10)", code == 10 and
+       any(c == "mig" and s == "warning" for c, s, t in found), str(found))
+expect("doctor: persistence off noted", any(c == "persistence" and "off on device(s) 0" in t for c, s, t in found),
+       str(found))
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0", CUCTX_FAKE_NVML_PROCESSES="4001@0:5", LOCAL_RANK="0")
+expect("doctor: this rank's Exclusive Process device held by another process is an error (exit 11)", code == 11 and
+       any(c == "compute-mode" and s == "error" and "process 4001" in t and "LOCAL_RANK" in t for c, s, t in found),
+       str(found))
+code, found = findings(CUCTX_NVML_PATH="/nonexistent/nvml.so")
+expect("doctor without NVML: mig and persistence not checked, said so", code == 0 and
+       any(c == "persistence" and s == "note" and "NVML is unavailable" in t for c, s, t in found), str(found))
 finish()

@@ -367,6 +367,16 @@ CUresult CUDAAPI fakeDeviceGetPCIBusId(char* id, int len, CUdevice device)
     return CUDA_SUCCESS;
 }
 
+// Whether `device` is in the comma-separated list of ordinals in the environment variable `name`.
+bool listedIn(const char* name, int device)
+{
+    const char* v = std::getenv(name);
+    if (v == nullptr)
+        return false;
+    const std::string text = std::string(",") + v + ",";
+    return text.find("," + std::to_string(device) + ",") != std::string::npos;
+}
+
 CUresult CUDAAPI fakeDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device)
 {
     FAKE_ENTER("cuDeviceGetAttribute");
@@ -381,7 +391,11 @@ CUresult CUDAAPI fakeDeviceGetAttribute(int* value, CUdevice_attribute attribute
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 << 20; break;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+        *value = listedIn("CUCTX_FAKE_EXCLUSIVE_PROCESS", device) ? CU_COMPUTEMODE_EXCLUSIVE_PROCESS
+                                                                  : CU_COMPUTEMODE_DEFAULT;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: *value = listedIn("CUCTX_FAKE_MPS", device) ? 1 : 0; break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 0x10 + device; break;
     default: *value = 1; break;

@@ -95,9 +95,27 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
                     gibText(p.totalMemory).c_str(), r.freeMemory ? gibText(*r.freeMemory).c_str() : "-",
                     p.pciBusId.c_str(), r.primary.active ? "active" : "inactive");
     }
-    if (verbose)
-        for (const DeviceSnapshot& r : devices)
-            printVerbose(r);
+    if (!verbose)
+        return;
+    const std::vector<DeviceMode> modes = deviceModes();
+    for (const DeviceSnapshot& r : devices) {
+        printVerbose(r);
+        for (const DeviceMode& m : modes) {
+            if (m.ordinal != r.properties.ordinal)
+                continue;
+            auto row = [](const char* name, const std::string& value) {
+                std::printf("  %-34s %s\n", name, value.c_str());
+            };
+            auto nvml = [&](std::optional<bool> on) { return on ? (*on ? "on" : "off") : "unknown (no NVML)"; };
+            row("MPS", m.mps ? "on (at most 60 client contexts per device)" : "off");
+            if (m.mps && m.mpsClients)
+                row("MPS client processes", std::to_string(*m.mpsClients));
+            row("persistence mode", nvml(m.persistence));
+            row("MIG", m.mig == true ? "on, " + std::to_string(m.migInstances.value_or(0)) +
+                                           " instances (CUDA shows one per process)"
+                                     : nvml(m.mig));
+        }
+    }
 }
 
 } // namespace
@@ -126,7 +144,7 @@ int runDevices(const CommandLine& c)
         }
         if (!c.query.empty()) {
             query.header = query.header && prints == 0; // a watch prints the header once
-            std::fputs(formatCsv("devices", query, deviceRows(devices)).c_str(), stdout);
+            std::fputs(formatCsv("devices", query, deviceRows(devices, deviceModes())).c_str(), stdout);
         } else if (c.json) {
             printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices); });
         } else {

@@ -84,11 +84,19 @@ std::string formatCsv(const std::string& command, const Query& q, const std::vec
     return text;
 }
 
-std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices)
+std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices, const std::vector<DeviceMode>& modes)
 {
+    auto enabled = [](std::optional<bool> on) -> std::string { return on ? (*on ? "Enabled" : "Disabled") : "[N/A]"; };
     std::vector<QueryRow> rows;
     for (const DeviceSnapshot& d : devices) {
         const DeviceProperties& p = d.properties;
+        DeviceMode m;
+        bool known = false;
+        for (const DeviceMode& each : modes)
+            if (each.ordinal == p.ordinal) {
+                m = each;
+                known = true;
+            }
         rows.push_back({
             {"index", std::to_string(p.ordinal)},
             {"name", p.name},
@@ -99,6 +107,9 @@ std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices)
             {"memory.total", std::to_string(p.totalMemory >> 20)},
             {"compute_mode", p.computeModeName()},
             {"primary_context", d.primary.active ? "active" : "inactive"},
+            {"mps", known ? enabled(m.mps) : "[N/A]"},
+            {"persistence_mode", enabled(m.persistence)},
+            {"mig.mode.current", enabled(m.mig)},
         });
     }
     return rows;
@@ -135,7 +146,8 @@ std::vector<int> selectDevices(const std::string& ids, const std::vector<DeviceS
     std::vector<int> selected;
     for (const std::string& id : splitList(ids)) {
         std::optional<int> match;
-        const bool number = !id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        const bool number =
+            !id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         for (const DeviceSnapshot& d : devices) {
             const DeviceProperties& p = d.properties;
             const bool hit = number ? id.size() < 10 && std::stoi(id) == p.ordinal
@@ -168,14 +180,14 @@ int repeatEvery(double seconds, long count, const std::function<int()>& print)
     struct sigaction action {};
     action.sa_handler = onStopSignal; // no SA_RESTART: the wait below returns at once
     sigemptyset(&action.sa_mask);
-    struct sigaction oldInt {}, oldTerm {};
+    struct sigaction oldInt {
+    }, oldTerm{};
     sigaction(SIGINT, &action, &oldInt);
     sigaction(SIGTERM, &action, &oldTerm);
     int status = 0;
     for (long n = 0; !g_stop && (count <= 0 || n < count); ++n) {
         if (n > 0) {
-            timespec left{static_cast<time_t>(seconds),
-                          static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
+            timespec left{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
             while (!g_stop && nanosleep(&left, &left) != 0 && errno == EINTR) {
             }
             if (g_stop)

@@ -22,7 +22,7 @@ using QueryRow = std::map<std::string, std::string>;
 /// The rows as CSV in nvidia-smi's form (", " between values; a value with a comma or a quote is quoted).
 std::string formatCsv(const std::string& command, const Query& q, const std::vector<QueryRow>& rows);
 
-std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices);
+std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices, const std::vector<DeviceMode>& modes);
 std::vector<QueryRow> processRows(const std::vector<GpuProcess>& list, const std::vector<DeviceSnapshot>& devices);
 
 /// The ordinals that -i selects (comma-separated ordinals, UUIDs or prefixes, PCI bus ids in

@@ -16,6 +16,9 @@ const std::vector<QueryField> kDeviceFields = {
     {"memory.total", "MiB", "device memory"},
     {"compute_mode", "", "Default, Exclusive_Process or Prohibited"},
     {"primary_context", "", "active or inactive (this process)"},
+    {"mps", "", "Enabled when contexts are MPS clients"},
+    {"persistence_mode", "", "Enabled or Disabled (NVML)"},
+    {"mig.mode.current", "", "Enabled or Disabled (NVML)"},
 };
 
 const std::vector<QueryField> kProcessFields = {
