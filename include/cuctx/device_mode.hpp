@@ -25,11 +25,11 @@ struct DeviceMode {
     /// Contexts made here are clients of an MPS server (CU_DEVICE_ATTRIBUTE_MPS_ENABLED).
     bool mps = false;
     /// What only NVML knows: absent where NVML is unavailable or the device does not say.
-    std::optional<int> mpsClients;      ///< MPS client processes now (nvmlDeviceGetMPSComputeRunningProcesses)
-    std::optional<bool> persistence;    ///< persistence mode (nvmlDeviceGetPersistenceMode)
-    std::optional<bool> mig;            ///< the GPU is partitioned (nvmlDeviceGetMigMode); CUDA then shows one instance
-    std::optional<int> migInstances;    ///< MIG instances on the GPU that holds this device
-    std::string nvmlProblem;            ///< why NVML could not say, empty when it could
+    std::optional<int> mpsClients;   ///< MPS client processes now (nvmlDeviceGetMPSComputeRunningProcesses)
+    std::optional<bool> persistence; ///< persistence mode (nvmlDeviceGetPersistenceMode)
+    std::optional<bool> mig;         ///< the GPU is partitioned (nvmlDeviceGetMigMode); CUDA then shows one instance
+    std::optional<int> migInstances; ///< MIG instances on the GPU that holds this device
+    std::string nvmlProblem;         ///< why NVML could not say, empty when it could
 };
 
 /// Every visible device's mode, in ordinal order. Creates no context. Never fails for NVML: its
