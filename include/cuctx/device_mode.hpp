@@ -20,7 +20,7 @@ inline constexpr int kMpsClientContextLimit = 60;
 /// \par Threading
 /// Thread-compatible value type.
 struct DeviceMode {
-    int ordinal = 0;
+    int ordinal = 0;     ///< the device as this process numbers it
     int computeMode = 0; ///< CUcomputemode: 0 Default, 2 Prohibited, 3 Exclusive Process
     /// Contexts made here are clients of an MPS server (CU_DEVICE_ATTRIBUTE_MPS_ENABLED).
     bool mps = false;

@@ -29,7 +29,7 @@ struct GpuProcessDevice {
 /// \par Threading
 /// Thread-compatible value type.
 struct GpuProcess {
-    unsigned pid = 0;
+    unsigned pid = 0;                             ///< its process id, as the kernel (and nvidia-smi) gives it
     std::string name;                             ///< /proc/PID/comm, else NVML's name, else ""
     std::optional<std::string> commandLine;       ///< /proc/PID/cmdline, spaces between arguments, when readable
     std::optional<std::uint64_t> usedMemoryBytes; ///< the sum over `devices`; absent if any is unknown
@@ -39,10 +39,10 @@ struct GpuProcess {
     /// CUDA_VISIBLE_DEVICES and the launcher's local rank (OMPI_COMM_WORLD_LOCAL_RANK,
     /// MPI_LOCALRANKID, SLURM_LOCALID, LOCAL_RANK), as cuctx::bindRank reads them.
     bool environmentReadable = false;
-    std::optional<std::string> cudaVisibleDevices;
-    std::optional<int> localRank;
-    std::string localRankSource;   ///< the variable it came from
-    std::vector<int> boundDevices; ///< the ordinals its binding allows; empty when it says nothing
+    std::optional<std::string> cudaVisibleDevices; ///< its CUDA_VISIBLE_DEVICES, when set and readable
+    std::optional<int> localRank;                  ///< its launcher's local rank, when set and readable
+    std::string localRankSource;                   ///< the variable it came from
+    std::vector<int> boundDevices;                 ///< the ordinals its binding allows; empty when it says nothing
     /// Why it is a stray, empty when it is not: it holds a context on a device its binding does not
     /// allow (more devices than it should use, or device 0 while bound elsewhere: the extra ~500 MiB
     /// context that a rank leaves on GPU 0 when it touched the device before choosing its own).
