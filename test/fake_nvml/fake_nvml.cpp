@@ -93,6 +93,7 @@ struct State {
     std::mutex mutex;
     int initCount = 0;
     std::vector<FakeDevice*> devices;  // GPUs, then MIG instances (immortal: handles stay valid)
+    std::vector<FakeDevice*> retired;  // earlier configurations' records, kept reachable
     std::vector<Entry> processes, mps; // configured, other processes
     std::vector<bool> persistence, mig;
     std::vector<int> computeMode;
@@ -178,7 +179,9 @@ std::string uuidOf(int d)
 void configure(State& s)
 {
     const int n = envInt("CUCTX_FAKE_NVML_DEVICES", envInt("CUCTX_FAKE_DEVICES", 2));
-    s.devices.clear(); // the old records leak on purpose: a stale handle stays readable
+    // The old records stay allocated (a stale handle stays readable) and reachable (LeakSanitizer).
+    s.retired.insert(s.retired.end(), s.devices.begin(), s.devices.end());
+    s.devices.clear();
     for (int d = 0; d < n; ++d)
         s.devices.push_back(new FakeDevice{d, -1, uuidOf(d)});
     s.processes = parseProcesses("CUCTX_FAKE_NVML_PROCESSES");
