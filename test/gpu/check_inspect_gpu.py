@@ -222,7 +222,9 @@ try:
         mine = ours.get(holder.pid)
         expect("processes: lists the second process", mine is not None, f"{holder.pid} not in {sorted(ours)}")
         expect("nvidia-smi lists the second process", holder.pid in smi_mib, apps)
-        if mine is not None and holder.pid in smi_mib:
+        expect("processes: NVML gives the second process's memory", mine is None or
+               mine["used_memory_bytes"] is not None, str(mine))
+        if mine is not None and holder.pid in smi_mib and mine["used_memory_bytes"] is not None:
             expect("processes: its memory as nvidia-smi says (MiB, within 2)",
                    abs((mine["used_memory_bytes"] >> 20) - smi_mib[holder.pid]) <= 2,
                    f"{mine['used_memory_bytes'] >> 20} MiB against {smi_mib[holder.pid]} MiB")
