@@ -13,11 +13,13 @@
 #include "driver/nvml.hpp"
 #include "report/gpu_processes.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -62,9 +64,18 @@ public:
         envp.push_back(nullptr);
         char cat[] = "cat";
         char* argv[] = {cat, nullptr};
+        // Until exec, the child's /proc/PID/environ is this process's: wait for the exec, which
+        // closes the child's copy of a close-on-exec pipe (read sees the end of it).
+        int exec[2] = {-1, -1};
+        REQUIRE(pipe2(exec, O_CLOEXEC) == 0);
         const int r = posix_spawnp(&pid_, "cat", &actions, nullptr, argv, envp.data());
         posix_spawn_file_actions_destroy(&actions);
         close(fds_[0]);
+        close(exec[1]);
+        char byte = 0;
+        while (read(exec[0], &byte, 1) < 0 && errno == EINTR) {
+        }
+        close(exec[0]);
         REQUIRE(r == 0);
     }
     ~Child()
