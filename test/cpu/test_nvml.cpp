@@ -246,6 +246,9 @@ TEST_CASE("processes: NVML refusing the list is a driver_error naming the call a
 
 TEST_CASE("cuctx::processes() uses the process-wide NVML ($CUCTX_NVML_PATH)", "[nvml]")
 {
+    // The fake rereads its configuration at each nvmlInit_v2: this one drops what earlier cases set.
+    const auto fresh = loadNvml(CUCTX_FAKE_NVML_PATH);
+    REQUIRE(fresh.nvml);
     const auto self = static_cast<unsigned>(getpid());
     const cuctx::Context ctx = cuctx::Context::primary(cuctx::Device::get(0));
     const auto list = cuctx::processes();

@@ -279,8 +279,8 @@ Return nvmlInit_v2()
     std::lock_guard lock(s.mutex);
     if (const int r = envInt("CUCTX_FAKE_NVML_INIT_RESULT", kSuccess); r != kSuccess)
         return r;
-    if (s.initCount++ == 0)
-        configure(s);
+    ++s.initCount;
+    configure(s); // at every init, not only the first: tests reconfigure while another user keeps NVML open
     return kSuccess;
 }
 
