@@ -64,12 +64,18 @@ struct CUCTX_API WorkRequest {
     void argBytes(std::vector<std::byte> bytes);
 
     /// A device buffer the worker allocates for the request.
+    ///
+    /// \par Threading
+    /// Thread-compatible value type.
     struct Buffer {
         std::size_t bytes = 0;           ///< its size
         std::vector<std::byte> contents; ///< its initial bytes (`bytes` of them); empty: zeroed on the device
         bool copyBack = true;            ///< whether WorkResult::buffers brings it back
     };
     /// A kernel argument: a scalar's bytes, or a buffer's device address.
+    ///
+    /// \par Threading
+    /// Thread-compatible value type.
     struct Argument {
         bool isBuffer = false;         ///< a buffer's address (else a scalar)
         std::vector<std::byte> scalar; ///< the scalar's bytes
@@ -80,6 +86,9 @@ struct CUCTX_API WorkRequest {
 };
 
 /// What a request brought back.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct WorkResult {
     std::vector<std::vector<std::byte>> buffers; ///< per buffer of the request; empty where not copied back
     pid_t worker = -1;                           ///< the worker that ran it
@@ -88,6 +97,9 @@ struct WorkResult {
 
 /// A launch a worker ran or was running (a worker's own journal, or what the supervisor sent to a
 /// worker that died without answering).
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct WorkerLaunch {
     std::uint64_t request = 0; ///< the request's number (GpuWorker counts from 1)
     std::string kernel;        ///< its kernel
@@ -105,6 +117,9 @@ enum class WorkerFaultKind {
 };
 
 /// What happened to a worker that was replaced.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct WorkerFault {
     WorkerFaultKind kind = WorkerFaultKind::died; ///< what happened
     pid_t pid = -1;                               ///< the faulted worker
@@ -119,6 +134,9 @@ struct WorkerFault {
 };
 
 /// How to start workers.
+///
+/// \par Threading
+/// Thread-compatible value type.
 struct GpuWorkerOptions {
     /// The worker program. Empty: $CUCTX_GPU_WORKER, else cuctx-gpu-worker next to libcuctx.so or in
     /// ../libexec/cuctx/ from it, else the one installed with cuctx (GpuWorker::defaultProgram()).

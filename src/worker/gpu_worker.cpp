@@ -6,7 +6,6 @@
 
 #include "check/check.hpp"
 #include "check/sticky.hpp"
-#include "check/sticky.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 #include "cuctx/worker_process.hpp"
