@@ -4,6 +4,7 @@
 #include "cuctx/device_fault.hpp"
 
 #include "log/log.hpp"
+#include "log/utc_time.hpp"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -29,16 +30,6 @@ Faults& faults()
 {
     static auto* f = new Faults; // never destroyed: destructors of other statics may ask
     return *f;
-}
-
-std::string utcNow()
-{
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
 }
 
 std::string threadName()

@@ -8,6 +8,7 @@
 #include "format/json_writer.hpp"
 #include "format/report_format.hpp"
 #include "format/report_json.hpp"
+#include "log/utc_time.hpp"
 #include "report/registry_snapshot.hpp"
 
 #include <unistd.h>
@@ -28,16 +29,6 @@ std::string threadName(long tid)
     return name;
 }
 
-std::string utcNow()
-{
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
-}
-
 std::string liveText(const LiveObjects& l)
 {
     std::string text = std::to_string(l.contexts) + " contexts, ";
@@ -54,7 +45,7 @@ ProcessReport processReport(const ReportOptions& options)
 {
     ProcessReport r;
     r.pid = static_cast<long>(getpid());
-    r.time = utcNow();
+    r.time = detail::utcNow();
     r.cuctxVersion = CUCTX_VERSION_STRING;
     r.driver = Driver::status();
     if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
