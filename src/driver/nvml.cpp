@@ -108,17 +108,20 @@ NvmlAttempt loadNvml(const std::string& path)
     symbol(handle, a.nvmlDeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount");
     symbol(handle, a.nvmlDeviceGetMigDeviceHandleByIndex, "nvmlDeviceGetMigDeviceHandleByIndex");
     symbol(handle, a.nvmlSystemGetProcessName, "nvmlSystemGetProcessName");
-    // The process lists: the newest ABI the library has (R470 added _v2, R510 _v3, both with the
-    // instance ids; the unversioned one fills the short v1 record).
-    if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v3"); a.computeProcessesV2)
-        a.computeProcessesVersion = 3;
-    else if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v2"); a.computeProcessesV2)
+    // The process lists: _v2 first. Its record (pid, memory, instance ids: 24 bytes) is the same in
+    // every library that has it (R470 on); some R535 libraries write a longer record through _v3
+    // without a new version, which a caller sizing 24-byte records cannot read (and would overflow
+    // without the slack nvmlProcesses leaves). _v3 only where _v2 is missing; the unversioned one
+    // fills the short v1 record.
+    if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v2"); a.computeProcessesV2)
         a.computeProcessesVersion = 2;
+    else if (symbol(handle, a.computeProcessesV2, "nvmlDeviceGetComputeRunningProcesses_v3"); a.computeProcessesV2)
+        a.computeProcessesVersion = 3;
     else if (symbol(handle, a.computeProcessesV1, "nvmlDeviceGetComputeRunningProcesses"); a.computeProcessesV1)
         a.computeProcessesVersion = 1;
-    symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+    symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v2");
     if (a.mpsProcessesV2 == nullptr)
-        symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v2");
+        symbol(handle, a.mpsProcessesV2, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
     if (a.mpsProcessesV2 == nullptr)
         symbol(handle, a.mpsProcessesV1, "nvmlDeviceGetMPSComputeRunningProcesses");
 
@@ -199,12 +202,14 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
         return out;
     auto fill = [&](auto fn, auto record) {
         using Record = decltype(record);
-        std::vector<Record> buffer(16);
+        // Twice the records NVML is told of: a library whose record is longer than cuctx's (see
+        // the loader) writes past what cuctx reads, never past the buffer.
+        std::vector<Record> buffer(32);
         for (int attempt = 0; attempt < 8; ++attempt) { // a process may start between two calls
-            unsigned count = static_cast<unsigned>(buffer.size());
+            unsigned count = static_cast<unsigned>(buffer.size() / 2);
             const NvmlReturn r = fn(device, &count, buffer.data());
             if (r == kNvmlInsufficientSize) {
-                buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
+                buffer.resize(std::max<std::size_t>(count, buffer.size()) * 4);
                 continue;
             }
             if (r == kNvmlNotSupported || r == kNvmlNotFound)
@@ -219,7 +224,7 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
                                    : "Check that nvidia-smi lists the processes";
                 throw Error(std::move(info));
             }
-            for (unsigned i = 0; i < count && i < buffer.size(); ++i) {
+            for (unsigned i = 0; i < count && i < buffer.size() / 2; ++i) {
                 NvmlProcess p;
                 p.pid = buffer[i].pid;
                 if (buffer[i].usedGpuMemory != kNvmlValueNotAvailable)
@@ -228,6 +233,12 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
             }
             return;
         }
+        ErrorInfo info; // never an empty list that looks like "no process"
+        info.condition = Errc::driver_error;
+        info.call = call;
+        info.detail = "NVML kept answering that the list grew (8 tries)";
+        info.hint = "Try again; processes were starting on the device faster than cuctx could list them";
+        throw Error(std::move(info));
     };
     if (v2 != nullptr)
         fill(v2, NvmlProcessInfoV2{});

@@ -129,11 +129,11 @@ TEST_CASE("nvmlInit_v2 failing: nvml_unavailable with NVML's name for it and wha
     CHECK_THAT(attempt.error->what(), Catch::Contains("kernel module"));
 }
 
-TEST_CASE("the process list at the newest version the library has: _v3, else the unversioned one", "[nvml]")
+TEST_CASE("the process list through _v2, whose record never changed, else the unversioned one", "[nvml]")
 {
     cuctx::test::FakeEnvironment env;
     env.set("CUCTX_FAKE_NVML_PROCESSES", entry(4001, 0, 100) + "," + entry(4002, 0, 200) + "," + entry(4003, 1, 300));
-    for (const auto& [path, version] : {std::pair{CUCTX_FAKE_NVML_PATH, 3}, std::pair{CUCTX_FAKE_NVML_OLD_PATH, 1}}) {
+    for (const auto& [path, version] : {std::pair{CUCTX_FAKE_NVML_PATH, 2}, std::pair{CUCTX_FAKE_NVML_OLD_PATH, 1}}) {
         INFO(path);
         const auto attempt = loadNvml(path);
         REQUIRE(attempt.nvml);
