@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -292,7 +293,8 @@ struct GpuWorker::State {
         lastFault = f;
         ErrorInfo info;
         info.condition = Errc::worker_fault;
-        info.result = f.result;
+        // No result(): the CUresult came from the worker's driver, not this process's, and code()
+        // must not say device_poisoned here. It is in the message and lastFault().result.
         info.call = "cuctx::GpuWorker::run";
         info.object = "GPU worker pid " + std::to_string(f.pid) + " (device " + std::to_string(options.device) + ")";
         info.detail = describe(f);
@@ -348,8 +350,24 @@ WorkResult GpuWorker::run(const WorkRequest& request)
                                "' is malformed: it needs an image, a kernel name, non-zero grid and block extents, "
                                "buffers of at least one byte, scalars of 1 to 256 bytes and arguments naming existing "
                                "buffers");
-    if (bytes.size() - wk::kHeaderBytes > wk::kMaxPayload)
-        detail::throwError(Errc::invalid_argument, "cuctx::GpuWorker::run", "request over 1 GiB");
+    // The reply carries every buffer copied back: a request whose reply could not be a message is
+    // refused here, not found out as a garbled reply (a killed worker, and again on every retry).
+    std::size_t replyBytes = 0;
+    for (const WorkRequest::Buffer& b : request.buffers)
+        if (b.copyBack)
+            replyBytes += b.bytes;
+    const std::size_t requestBytes = bytes.size() - wk::kHeaderBytes;
+    if (requestBytes > wk::kMaxPayload || replyBytes > wk::kMaxPayload)
+        detail::throwError(Errc::invalid_argument, "cuctx::GpuWorker::run",
+                           "request for kernel '" + request.kernel + "' sends " + std::to_string(requestBytes) +
+                               " bytes and copies back " + std::to_string(replyBytes) + "; a message holds at most " +
+                               std::to_string(wk::kMaxPayload) + " bytes",
+                           "Split the work into smaller requests, or keep large data on the device (IPC buffers)");
+    if (request.deadline <= std::chrono::milliseconds::zero())
+        detail::throwError(Errc::invalid_argument, "cuctx::GpuWorker::run",
+                           "request for kernel '" + request.kernel + "' has a deadline of " +
+                               std::to_string(request.deadline.count()) + " ms",
+                           "Give every request a positive deadline");
 
     WorkerFault f;
     f.request = message.id;
@@ -358,7 +376,9 @@ WorkResult GpuWorker::run(const WorkRequest& request)
     if (s.sent.size() > wk::kJournalSize)
         s.sent.pop_front();
     const auto started = wk::Clock::now();
-    const auto deadline = started + request.deadline;
+    // A deadline of milliseconds::max() means "no deadline" to a caller: a year is as good, and does
+    // not overflow the clock.
+    const auto deadline = started + std::min(request.deadline, std::chrono::milliseconds(std::chrono::hours(24 * 365)));
     auto ioFault = [&](wk::IoStatus status) {
         f.kind = status == wk::IoStatus::timeout     ? WorkerFaultKind::deadline
                  : status == wk::IoStatus::malformed ? WorkerFaultKind::protocol

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -138,7 +139,9 @@ TEST_CASE("a sticky fault in a worker is reported and the worker replaced", "[wo
         FAIL("the faulting request returned");
     } catch (const cuctx::Error& e) {
         CHECK(e.condition() == Errc::worker_fault);
-        CHECK(e.result() == 700);
+        CHECK(e.code() == Errc::worker_fault);
+        CHECK_FALSE(e.code() == Errc::device_poisoned); // this process's device is fine
+        CHECK(e.result() == 0);                         // the 700 was the worker's driver's
         const std::string what = e.what();
         CHECK_THAT(what, Catch::Contains("pid " + std::to_string(first)));
         CHECK_THAT(what, Catch::Contains("request 2"));
@@ -148,6 +151,7 @@ TEST_CASE("a sticky fault in a worker is reported and the worker replaced", "[wo
     }
     const auto fault = worker.lastFault();
     REQUIRE(fault);
+    CHECK(fault->result == 700); // CUDA_ERROR_ILLEGAL_ADDRESS, as the worker saw it
     CHECK(fault->kind == cuctx::WorkerFaultKind::sticky_error);
     CHECK(fault->pid == first);
     CHECK(fault->request == 2);
@@ -242,8 +246,32 @@ TEST_CASE("a malformed request is refused before it reaches the worker", "[worke
     r = faultRequest("scale");
     r.grid = {0, 1, 1};
     CHECK_THROWS_AS(worker.run(r), cuctx::Error);
+    const auto refused = [](const char* words) {
+        return Catch::Predicate<cuctx::Error>([words](const cuctx::Error& e) {
+            return e.condition() == Errc::invalid_argument && std::string(e.what()).find(words) != std::string::npos;
+        });
+    };
+    r = faultRequest("scale");
+    r.deadline = std::chrono::milliseconds::zero();
+    CHECK_THROWS_MATCHES(worker.run(r), cuctx::Error, refused("deadline of 0 ms"));
+    // A reply larger than a message can hold (a zeroed buffer costs no memory here: only its size
+    // travels) is refused before it is sent, not found out as a garbled reply from a killed worker.
+    r = faultRequest("scale");
+    (void)r.addZeroBuffer(std::size_t{3} << 29);
+    CHECK_THROWS_MATCHES(worker.run(r), cuctx::Error, refused("copies back 1610612736"));
     CHECK(worker.restarts() == 0);
     requireServes(worker);
+}
+
+TEST_CASE("a request with no deadline to speak of runs", "[worker]")
+{
+    GpuWorker worker(options());
+    const std::vector<std::byte> input = floats(64, 1.0f);
+    WorkRequest r = scaleRequest(input);
+    r.deadline = std::chrono::milliseconds::max(); // overflowed the clock: killed at once, as "missed"
+    const cuctx::WorkResult result = worker.run(r);
+    CHECK(result.buffers.size() == 2);
+    CHECK(worker.restarts() == 0);
 }
 
 TEST_CASE("a GpuWorker whose program cannot start says so", "[worker]")
