@@ -21,15 +21,16 @@ namespace cuctx {
 /// \par Threading
 /// Thread-compatible value type.
 struct DeviceFault {
-    int device = -1;                   ///< the device's ordinal
-    int result = 0;                    ///< the sticky CUresult
-    std::string call;                  ///< the driver call that returned it
-    std::string object;                ///< what that call was made on: "context 3 on device 0"
-    long threadId = 0;                 ///< the thread that saw it (kernel id)
-    std::string threadName;            ///< its name
-    std::string time;                  ///< when, UTC, ISO 8601
-    std::string where;                 ///< the source location of the failing call: "file:line"
-    std::vector<std::string> suspects; ///< journalled launches not yet synchronised then, oldest first
+    int device = -1;        ///< the device's ordinal
+    int result = 0;         ///< the sticky CUresult
+    std::string call;       ///< the driver call that returned it
+    std::string object;     ///< what that call was made on: "context 3 on device 0"
+    long threadId = 0;      ///< the thread that saw it (kernel id)
+    std::string threadName; ///< its name
+    std::string time;       ///< when, UTC, ISO 8601
+    std::string where;      ///< the source location of the failing call: "file:line"
+    std::vector<std::string>
+        suspects; ///< journalled launches not yet synchronised then: per context, its last 8, oldest first
 };
 
 /// The fault that poisoned device `ordinal`, or nothing while the device is usable. Thread-safe.

@@ -100,19 +100,22 @@ void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, 
 // The suspects of a fault on device `ordinal`: every journal of the device's contexts.
 std::vector<std::string> suspectsOn(int ordinal) noexcept
 {
+    // The most recent of each context's: an error message is not a dump, but the journals have no
+    // common order, and one context's launches must not push the faulting context's out of sight.
+    constexpr std::size_t kShownPerContext = 8;
     std::vector<std::string> all;
     try {
         Journals& js = journals();
         std::lock_guard lock(js.mutex);
         for (LaunchJournal* j : js.live)
-            if (j->context->ordinal == ordinal)
-                collect(*j, true, all, LaunchJournal::kSlots);
+            if (j->context->ordinal == ordinal) {
+                std::vector<std::string> mine;
+                collect(*j, true, mine, kShownPerContext);
+                all.insert(all.end(), std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()));
+            }
     } catch (...) {
         // Out of memory while describing a fault: report it without suspects.
     }
-    constexpr std::size_t kShown = 8; // the most recent: an error message is not a dump
-    if (all.size() > kShown)
-        all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(kShown));
     return all;
 }
 

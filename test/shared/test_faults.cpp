@@ -252,6 +252,13 @@ TEST_CASE("a sticky fault names the launches since the last synchronisation as s
     stream.synchronize(); // retired: not a suspect
     cuctx::launch(module.function("bump"), {.grid = {5, 1, 1}, .block = {64, 1, 1}, .stream = stream});
     const std::string line = std::to_string(__LINE__ - 1);
+    // A busier context of the same device, registered later, must not push the faulting one's launch
+    // out of the suspects.
+    cuctx::Module other =
+        cuctx::Module::fromPtx(bystander, cuctx::test::readText(cuctx::test::testPtxPath()), {}, "kernels");
+    cuctx::Stream otherStream(bystander);
+    for (int i = 0; i < 10; ++i)
+        cuctx::launch(other.function("empty"), {.grid = {3, 1, 1}, .block = {1, 1, 1}, .stream = otherStream});
 
     cuctx_fake_fail("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS, 1);
     std::string message;
@@ -264,12 +271,13 @@ TEST_CASE("a sticky fault names the launches since the last synchronisation as s
     CHECK(contains(message, "suspects"));
     CHECK(contains(message, "kernel 'bump' of 'kernels', grid (5, 1, 1), block (64, 1, 1)"));
     CHECK(contains(message, "test_faults.cpp:" + line));
-    CHECK_FALSE(contains(message, "kernel 'empty'"));
+    CHECK_FALSE(contains(message, "grid (7, 1, 1)")); // retired
 
     const std::optional<cuctx::DeviceFault> fault = cuctx::deviceFault(0);
     REQUIRE(fault.has_value());
-    REQUIRE(fault->suspects.size() == 1);
+    REQUIRE(fault->suspects.size() == 9); // the faulting context's one, the bystander's last 8
     CHECK(contains(fault->suspects[0], "kernel 'bump'"));
+    CHECK(contains(fault->suspects[8], "grid (3, 1, 1)"));
 
     // A later call, in another context of the device, names the same fault and suspect.
     try {
