@@ -124,14 +124,22 @@ void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::stri
     }
     if (binding.empty())
         return; // nothing says which devices it should use
+    // cuctx spells every device's UUID "GPU-..." (Device::uuid), a MIG instance's included, where a
+    // binding names the instance "MIG-...": the same digits.
+    const auto digits = [](std::string_view uuid) {
+        return uuid.starts_with("GPU-") || uuid.starts_with("MIG-") ? uuid.substr(4) : uuid;
+    };
+    const auto isBound = [&](std::string_view uuid) {
+        return std::any_of(bound.begin(), bound.end(), [&](const std::string& b) { return digits(b) == digits(uuid); });
+    };
     for (std::size_t o = 0; o < visibleUuids.size(); ++o)
-        if (std::find(bound.begin(), bound.end(), visibleUuids[o]) != bound.end())
+        if (isBound(visibleUuids[o]))
             p.boundDevices.push_back(static_cast<int>(o));
     std::vector<int> held;
     std::vector<int> outside;
     for (const GpuProcessDevice& d : p.devices) {
         held.push_back(d.ordinal);
-        if (std::find(bound.begin(), bound.end(), d.uuid) == bound.end())
+        if (!isBound(d.uuid))
             outside.push_back(d.ordinal);
     }
     if (outside.empty())

@@ -195,11 +195,13 @@ TEST_CASE("processes: a rank on device 0 though bound elsewhere is a stray", "[n
     Child own({"CUDA_VISIBLE_DEVICES=1"});
     Child wide({"CUDA_VISIBLE_DEVICES=" + cuctx::Device::get(1).uuid().substr(0, 12)}); // a UUID prefix
     Child unbound({"PATH=/usr/bin"});
+    // Bound to a MIG instance by its "MIG-" UUID; cuctx spells every device's UUID "GPU-".
+    Child mig({"CUDA_VISIBLE_DEVICES=MIG-" + cuctx::Device::get(1).uuid().substr(4)});
     cuctx::test::FakeEnvironment env;
-    env.set("CUCTX_FAKE_NVML_PROCESSES", entry(rank1.pid(), 0, 500) + "," + entry(rank1.pid(), 1, 9000) + "," +
-                                             entry(own.pid(), 1, 9000) + "," + entry(wide.pid(), 0, 500) + "," +
-                                             entry(wide.pid(), 1, 500) + "," + entry(unbound.pid(), 0, 1) + "," +
-                                             entry(unbound.pid(), 1, 1));
+    env.set("CUCTX_FAKE_NVML_PROCESSES", entry(mig.pid(), 1, 500) + "," + entry(rank1.pid(), 0, 500) + "," +
+                                             entry(rank1.pid(), 1, 9000) + "," + entry(own.pid(), 1, 9000) + "," +
+                                             entry(wide.pid(), 0, 500) + "," + entry(wide.pid(), 1, 500) + "," +
+                                             entry(unbound.pid(), 0, 1) + "," + entry(unbound.pid(), 1, 1));
     const auto attempt = loadNvml(CUCTX_FAKE_NVML_PATH);
     REQUIRE(attempt.nvml);
     const auto list = cuctx::detail::processesFrom(attempt.nvml->api);
@@ -226,6 +228,11 @@ TEST_CASE("processes: a rank on device 0 though bound elsewhere is a stray", "[n
     REQUIRE(u != nullptr);
     CHECK(u->stray.empty()); // nothing says which devices it should use
     CHECK(u->boundDevices.empty());
+
+    const GpuProcess* m = find(list, mig.pid());
+    REQUIRE(m != nullptr);
+    CHECK(m->boundDevices == std::vector<int>{1});
+    CHECK(m->stray.empty());
 }
 
 TEST_CASE("processes: NVML refusing the list is a driver_error naming the call and what to do", "[nvml]")
