@@ -21,12 +21,10 @@ bool isStickyResult(int result) noexcept
     case CUDA_ERROR_TENSOR_MEMORY_LEAK:    // 721
     case CUDA_ERROR_CONTAINED:             // 226, a contained hardware or NVLink fault
     case CUDA_ERROR_EXTERNAL_DEVICE:       // 911, an external device signalled bad data
-        return true;
     // cuda.h says only that the context "cannot be used anymore, and must be destroyed", but a
     // device-side assert is a trap underneath and drivers since CUDA 11 report it on every later call
     // of the process: treated as sticky, so that cuctx stops instead of flooding.
     case CUDA_ERROR_ASSERT: // 710
-        return true;
     // Uncorrectable memory or link errors: cuda.h states no scope, but the data on the device is gone
     // and NVIDIA's XID guidance is to restart the application: sticky.
     case CUDA_ERROR_ECC_UNCORRECTABLE:    // 214

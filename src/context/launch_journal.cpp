@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -82,7 +83,7 @@ void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, 
                            dims(static_cast<std::uint32_t>(gzbx >> 32), static_cast<std::uint32_t>(byz),
                                 static_cast<std::uint32_t>(byz >> 32));
         char handle[32];
-        std::snprintf(handle, sizeof handle, "%p", reinterpret_cast<void*>(stream));
+        std::snprintf(handle, sizeof handle, "0x%" PRIxPTR, stream);
         text += stream == 0 ? ", default stream" : std::string(", stream ") + handle;
         text += ", thread " + std::to_string(thread);
         if (file != nullptr && file[0] != '\0') {

@@ -206,7 +206,7 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
         // the loader) writes past what cuctx reads, never past the buffer.
         std::vector<Record> buffer(32);
         for (int attempt = 0; attempt < 8; ++attempt) { // a process may start between two calls
-            unsigned count = static_cast<unsigned>(buffer.size() / 2);
+            auto count = static_cast<unsigned>(buffer.size() / 2);
             const NvmlReturn r = fn(device, &count, buffer.data());
             if (r == kNvmlInsufficientSize) {
                 buffer.resize(std::max<std::size_t>(count, buffer.size()) * 4);

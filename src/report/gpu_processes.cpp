@@ -111,12 +111,9 @@ void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::stri
     std::vector<std::string> bound;
     if (p.localRank) {
         const auto rank = static_cast<std::size_t>(*p.localRank);
-        if (p.cudaVisibleDevices && physical.size() == 1)
-            bound = physical;
-        else if (rank < physical.size())
-            bound = {physical[rank]};
-        else
-            bound = physical;
+        // One visible device is the rank's whatever its number; else the rank picks among them.
+        const bool picks = !(p.cudaVisibleDevices && physical.size() == 1) && rank < physical.size();
+        bound = picks ? std::vector<std::string>{physical[rank]} : physical;
         binding += std::string(binding.empty() ? "" : ", ") + "local rank " + std::to_string(*p.localRank) + " (" +
                    p.localRankSource + ")";
     } else if (p.cudaVisibleDevices) {
@@ -161,6 +158,7 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api)
 {
     const std::vector<Device> devices = Device::all();
     std::vector<std::string> uuids;
+    uuids.reserve(devices.size());
     for (const Device& d : devices)
         uuids.push_back(d.uuid());
     const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);

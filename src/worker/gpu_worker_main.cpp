@@ -14,10 +14,10 @@
 #include "cuctx/module.hpp"
 #include "worker/worker_channel.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

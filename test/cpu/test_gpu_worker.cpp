@@ -16,10 +16,10 @@
 #include "cuctx/gpu_worker.hpp"
 #include "worker/worker_protocol.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>

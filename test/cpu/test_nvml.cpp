@@ -51,6 +51,10 @@ std::vector<int> ordinals(const GpuProcess& p)
 // pid whose /proc/PID/environ this process can read.
 class Child {
 public:
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    Child(Child&&) = delete;
+    Child& operator=(Child&&) = delete;
     explicit Child(std::vector<std::string> env)
     {
         REQUIRE(pipe(fds_) == 0);
@@ -59,6 +63,7 @@ public:
         posix_spawn_file_actions_adddup2(&actions, fds_[0], 0);
         posix_spawn_file_actions_addclose(&actions, fds_[1]);
         std::vector<char*> envp;
+        envp.reserve(env.size() + 1);
         for (std::string& e : env)
             envp.push_back(e.data());
         envp.push_back(nullptr);

@@ -314,6 +314,7 @@ TEST_CASE("objects on a poisoned device release cuctx's bookkeeping quietly", "[
         cuctx::Event event(ctx);
         cuctx::DeviceBuffer buffer(ctx, 256);
         std::vector<cuctx::Stream> more;
+        more.reserve(8);
         for (int i = 0; i < 8; ++i)
             more.emplace_back(ctx);
         cuctx_fake_fail("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED, 1);

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "query.hpp"
 
-#include <signal.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 
 namespace cuctx::tools {
 namespace {
@@ -46,7 +44,7 @@ std::string normalBusId(const std::string& id)
 
 volatile std::sig_atomic_t g_stop = 0;
 
-extern "C" void onStopSignal(int)
+void onStopSignal(int)
 {
     g_stop = 1;
 }
