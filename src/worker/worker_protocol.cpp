@@ -63,6 +63,14 @@ public:
     bool done() const noexcept { return !failed_ && at_ == in_.size(); }
     std::size_t left() const noexcept { return in_.size() - at_; }
     std::uint8_t u8() { return static_cast<std::uint8_t>(get(1)); }
+    /// A byte that must be 0 or 1; anything else fails the message.
+    bool flag()
+    {
+        const std::uint8_t b = u8();
+        if (b > 1)
+            fail();
+        return b == 1;
+    }
     std::uint16_t u16() { return static_cast<std::uint16_t>(get(2)); }
     std::uint32_t u32() { return static_cast<std::uint32_t>(get(4)); }
     std::uint64_t u64() { return get(8); }
@@ -225,10 +233,7 @@ std::optional<Run> decodeRun(std::span<const std::byte> payload)
     Reader r(payload);
     Run m;
     m.id = r.u64();
-    const std::uint8_t isPath = r.u8();
-    if (isPath > 1)
-        r.fail();
-    m.imageIsPath = isPath == 1;
+    m.imageIsPath = r.flag();
     m.image = r.bytes();
     m.kernel = r.text();
     m.grid = r.dims();
@@ -279,10 +284,7 @@ std::optional<Reply> decodeReply(std::span<const std::byte> payload)
     Reply m;
     m.id = r.u64();
     m.result = r.i32();
-    const std::uint8_t sticky = r.u8();
-    if (sticky > 1)
-        r.fail();
-    m.sticky = sticky == 1;
+    m.sticky = r.flag();
     m.call = r.text();
     m.message = r.text();
     const std::uint32_t buffers = r.count(8);
