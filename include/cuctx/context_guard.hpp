@@ -9,10 +9,10 @@
 #include "cuctx/detail/thread_record.hpp"
 #include "cuctx/export.hpp"
 
-// The frame's fields are set only where a path reads them (no dead stores on the inline paths), and
-// g++ 12 cannot follow that through std::optional<ContextGuard> at -O2 (a false
-// -Wmaybe-uninitialized at the destructor's reads, verified: every constructor path sets `kind` and
-// `uses`). The warning is off for this header's code only, wherever it is inlined.
+// The guard's members are set on every path, but g++ 12 cannot follow that through
+// std::optional<ContextGuard> at -O2 (a false -Wmaybe-uninitialized at the destructor's reads), nor
+// see that `popped` is read only after the driver wrote it. The warning is off for this header's code
+// only, wherever it is inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -29,127 +29,110 @@ inline constexpr VerifyCurrent verifyCurrent{};
 
 /// Makes `context` current on this thread until the scope ends, then restores exactly what was
 /// there. Entering the context that is already current (an outer guard, a binding, an adoption)
-/// makes no driver call and touches no shared cache line. Otherwise it pushes, and on exit pops and
-/// checks that what it pops is what it pushed; a mismatch (someone changed the stack inside the
-/// scope) is logged, recorded on the context (Context::checkRecordedError) and repaired as far as
-/// the driver allows. A guard never throws an error recorded on its context (on no path): the
-/// context's next fallible call does. While the guard lives, the context cannot be destroyed. Neither copyable nor
-/// movable; no heap allocation after the thread's first guard.
+/// makes no driver call and writes nothing. Otherwise it pushes, and on exit pops and checks that
+/// what it pops is what it pushed; a mismatch (someone changed the stack inside the scope) is
+/// logged, recorded on the context (Context::checkRecordedError) and repaired as far as the driver
+/// allows. A guard never throws an error recorded on its context (on no path): the context's next
+/// fallible call does. While the guard lives, the context cannot be destroyed. Neither copyable nor
+/// movable; no heap allocation, ever. At most 31 contexts entered at once on one thread (guards,
+/// pushes and an adoption together; entering the context already on top does not count).
 ///
 /// \par Threading
 /// Thread-bound: made and destroyed on one thread, in scope order. A guard that switched (pushed its
-/// context) and is destroyed on another thread (handed over in a std::optional or unique_ptr) is
-/// detected there, provided the making thread is not entering or leaving contexts at that moment:
-/// neither thread's driver stack is touched, the context stays pushed on the making thread, recorded
-/// there as a ContextStack::push, and Errc::invalid_state naming both threads is recorded on the
-/// context. A guard that entered its context already current (elided, switched() false) and is
-/// destroyed on another thread is not detected, and corrupts the making thread's use count of the
-/// context (its destruction may then come while that thread uses it, or never). A switching guard
-/// that ends before a guard or push made after it on its thread is detected and recorded as
-/// Errc::stack_mismatch.
+/// context) and ends out of order (before a guard or push made after it on its thread) or on another
+/// thread (handed over in a std::optional or unique_ptr) is detected, provided the making thread is
+/// not entering or leaving contexts at that moment: neither thread's driver stack is touched, the
+/// context stays pushed on the making thread, recorded there as a ContextStack::push (pop it there,
+/// or it is released when that thread exits), and Errc::stack_mismatch (out of order) or
+/// Errc::invalid_state (another thread) naming the threads is recorded on the context. A guard that
+/// entered its context already current (elided, switched() false) has nothing to undo, wherever it
+/// ends.
 class CUCTX_API ContextGuard {
 public:
     /// Makes `context` current on this thread: no driver call when it already is, otherwise one
     /// push. Throws for its own failures only: an empty handle (Errc::invalid_argument), a failed
-    /// push, a green context entered on another thread (Errc::context_busy), a forked child
-    /// (Errc::forked_after_init); never for an error recorded on the context.
+    /// push, a green context entered on another thread (Errc::context_busy), 31 contexts entered on
+    /// this thread already (Errc::invalid_state), a forked child (Errc::forked_after_init); never for
+    /// an error recorded on the context.
     CUCTX_ALWAYS_INLINE explicit ContextGuard(const Context& context)
     {
-        detail::ContextState* state = context.state_;
-        frame_.state = state;
+        detail::ContextState* const state = context.state_;
         detail::ThreadRecord& record = detail::t_record;
-        detail::Frame* const below = record.frame; // never null; the bottom's context matches none
-        if (below->state == state) [[likely]] {
-            enterElided(*below);
+        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        state_ = state;
+        if (record.entries[depth].load(std::memory_order_relaxed) == state) [[likely]] {
+            entry_ = nullptr; // already on top (entries[0] matches no context): nothing to do
             return;
         }
-        // A context this thread has a slot for in its table (never an empty Context's, nor a green
-        // one's): push it, with cuctx's record kept inline.
-        if (state != nullptr) [[likely]] {
-            detail::Slot& slot = record.slots[state->slotIndex];
-            if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
-                frame_.uses = &slot.uses;
-                detail::countUse(slot.uses);
-                frame_.kind = detail::FrameKind::guard;
-                const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
-                if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]] {
-                    pushFailed(context, r);
-                    return;
-                }
-                frame_.below = below;
-                record.frame = &frame_;
-                return;
-            }
+        // A new entry on top, written before the push so that the stores retire in the shadow of
+        // the driver's call (a failed push takes it back). Out of line: an empty handle, a green or
+        // orphaned context, a thread not yet registered, a full record, a forked child.
+        const std::uint32_t mine = depth + 1;
+        if (mine < record.limit && state != nullptr && state->leaveFlags.load(std::memory_order_relaxed) == 0)
+            [[likely]] {
+            detail::RecordEntry& entry = record.entries[mine];
+            entry.store(state, std::memory_order_relaxed);
+            record.depth.store(mine, std::memory_order_release);
+            entry_ = &entry;
+            const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
+            if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]]
+                entry_ = pushFailed(context, r);
+            return;
         }
-        enter(context, false);
+        entry_ = enter(context, false);
     }
     /// The same, after checking that the driver's current context is the one cuctx recorded
     /// (ContextStack::verify): Errc::stack_mismatch, showing both, when code outside cuctx changed it.
-    ContextGuard(const Context& context, VerifyCurrent)
-    {
-        frame_.state = context.state_;
-        enter(context, true);
-    }
+    ContextGuard(const Context& context, VerifyCurrent) : state_(context.state_), entry_(enter(context, true)) {}
     /// Restores what was current before: pops what it pushed and checks it popped that (a mismatch
     /// is logged, repaired as far as the driver allows and recorded on the context). Never throws.
     CUCTX_ALWAYS_INLINE ~ContextGuard()
     {
-        if (frame_.kind == detail::FrameKind::guard) {
-            detail::ThreadRecord& record = detail::t_record;
-            if (record.frame != &frame_) [[unlikely]] {
-                leave();
-                return;
-            }
-            const detail::PopFn pop = detail::g_pop.load(std::memory_order_relaxed);
-            CUcontext popped = nullptr;
-            const CUresult r = pop(&popped);
-            if (r != CUDA_SUCCESS || popped != frame_.state->handle) [[unlikely]] {
-                popFailed(r, popped);
-                return;
-            }
-            record.frame = frame_.below;
-            const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
-            frame_.uses->store(after, std::memory_order_release);
-            if (after == 0) {
-                // The last use here: an orphaned context may go, a green one releases its owner. The
-                // fence needs only the compiler: the thread that drops the last handle issues the
-                // asymmetric fence's heavy side (membarrier), and g_pop diverts where none is available.
-                std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (frame_.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
-                    detail::lastUseOnThread(frame_.state);
-            }
+        if (entry_ == nullptr)
+            return; // elided: its context stays on top below it
+        detail::ThreadRecord& record = detail::t_record;
+        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        if (&record.entries[depth] != entry_) [[unlikely]] {
+            leave(state_, entry_); // not on top, or another thread's entry
             return;
         }
-        const std::uint32_t after = frame_.uses->load(std::memory_order_relaxed) - 1;
-        frame_.uses->store(after, std::memory_order_release);
-        if (after == 0) [[unlikely]]
-            detail::lastUseOnThread(frame_.state);
+        const detail::PopFn pop = detail::g_pop.load(std::memory_order_relaxed);
+        CUcontext popped;
+        const CUresult r = pop(&popped);
+        if (r != CUDA_SUCCESS || popped != state_->handle) [[unlikely]] {
+            popFailed(state_, entry_, r, r == CUDA_SUCCESS ? popped : nullptr);
+            return;
+        }
+        // After the pop, never before: a thread destroying the context must not find it unused while
+        // it is still on this thread's driver stack. The fence needs only the compiler: the thread
+        // that drops the last handle issues the asymmetric fence's heavy side (membarrier), and g_pop
+        // diverts where none is available.
+        record.depth.store(depth - 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (state_->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            detail::leftFlaggedContext(state_); // green, or orphaned while in use
     }
     ContextGuard(const ContextGuard&) = delete;
     ContextGuard& operator=(const ContextGuard&) = delete;
 
     /// Whether entering needed a driver push (false when the context was already current).
-    bool switched() const noexcept { return frame_.kind == detail::FrameKind::guard; }
+    bool switched() const noexcept { return entry_ != nullptr; }
 
 private:
-    // `top` is cuctx's top frame and already has this context: count the use on this thread's own
-    // counter, nothing else.
-    CUCTX_ALWAYS_INLINE void enterElided(const detail::Frame& top) noexcept
-    {
-        frame_.uses = top.uses;
-        detail::countUse(*frame_.uses);
-        frame_.kind = detail::FrameKind::elided;
-    }
-    void enter(const Context& context, bool verify);
-    // Out of line, rare; marked cold so that their call sites cost the inline paths nothing (no
-    // registers kept for them, no code in the way: measured, 0.5-1 ns of a switching guard).
-    [[gnu::cold]] void pushFailed(const Context& context, CUresult result);   // diverted, or throws
-    [[gnu::cold]] void popFailed(CUresult result, CUcontext popped) noexcept; // diverted, or a mismatch
-    [[gnu::cold]] void leave() noexcept;                                      // not on top (misuse), a forked child
+    // Out of line. The member functions are static and take values, so that the guard's own members
+    // never escape and stay in registers. Marked cold where they are rare, so that their call sites
+    // cost the inline paths nothing (no registers kept for them, no code in the way: measured, 0.5-1
+    // ns of a switching guard). Each returns the guard's entry (nullptr: elided) or throws.
+    static detail::RecordEntry* enter(const Context& context, bool verify);
+    [[gnu::cold]] static detail::RecordEntry* pushFailed(const Context& context, CUresult result);
+    // A diverted pop, or a mismatch.
+    [[gnu::cold]] static void popFailed(detail::ContextState* state, detail::RecordEntry* entry, CUresult result,
+                                        CUcontext popped) noexcept;
+    // Not on top (out of order), another thread's entry, a forked child.
+    [[gnu::cold]] static void leave(detail::ContextState* state, detail::RecordEntry* entry) noexcept;
 
-    // The guard's entry in cuctx's record of this thread's stack: kind `guard` when it pushed (then
-    // linked), `elided` when its context was already current.
-    detail::Frame frame_;
+    detail::ContextState* state_;
+    detail::RecordEntry* entry_; // this guard's entry in its thread's record; nullptr when elided
 };
 
 } // namespace cuctx

@@ -51,7 +51,7 @@ struct ThreadSnapshot {
     struct Use {
         std::uint64_t contextId = 0; ///< the context's cuCtxGetId (0 where the driver lacks it)
         std::string context;         ///< its description
-        unsigned entries = 0;        ///< guards, pushes and bindings of it on this thread now
+        unsigned entries = 0;        ///< switching guards, pushes and bindings of it on this thread now
     };
     std::vector<Use> uses; ///< each context it has entered
     unsigned depth = 0;    ///< all of this thread's entries: how deep its cuctx stack is

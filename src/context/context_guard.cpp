@@ -3,23 +3,22 @@
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "context/frames.hpp"
+#include "context/entries.hpp"
 #include "context/thread_state.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 
-#include <unistd.h>
-
 namespace cuctx {
 
 using detail::ContextState;
+using detail::RecordEntry;
 using detail::ThreadState;
 
-void ContextGuard::enter(const Context& context, bool verify)
+RecordEntry* ContextGuard::enter(const Context& context, bool verify)
 {
-    // The header's inline paths did not apply: this context is not on top, nor the one this thread
-    // switched to last; or the guard verifies, the handle is empty, the context is green, the thread
-    // is new to cuctx, or this is a forked child.
+    // The header's inline paths did not apply: this context is not on top and the inline push may
+    // not be used (the guard verifies, the handle is empty, the context is green or orphaned, the
+    // thread is new to cuctx, its record is full, or this is a forked child).
     ContextState* state = detail::ContextAccess::state(context);
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
@@ -27,38 +26,49 @@ void ContextGuard::enter(const Context& context, bool verify)
     ThreadState& ts = detail::threadState();
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
-    if (const detail::Frame* top = detail::topFrame(); top != nullptr && top->state == state) {
-        enterElided(*top);
-        return;
-    }
+    if (const std::uint32_t depth = detail::recordDepth(); depth != 0 && detail::entryAt(depth) == state)
+        return nullptr; // already on top
     // No throwSticky here: a guard never reports an error recorded on its context, on any path (the
     // inline ones cannot afford to look); the context's next fallible call does (docs/contexts.md).
-    frame_.kind = detail::FrameKind::guard;
-    detail::pushFrame(ts, state, frame_);
+    return detail::pushEntry(ts, state, detail::StackEntryKind::guard, "cuctx::ContextGuard");
 }
 
-void ContextGuard::pushFailed(const Context& context, CUresult result)
+RecordEntry* ContextGuard::pushFailed(const Context& context, CUresult result)
 {
-    ThreadState::endUse(*frame_.uses, frame_.state); // the inline path counted the use first
+    // The inline path made its entry first: take it back.
+    detail::ThreadRecord& record = detail::t_record;
+    const std::uint32_t depth = record.depth.load(std::memory_order_relaxed) - 1;
+    record.depth.store(depth, std::memory_order_relaxed);
+    if (result == detail::kDiverted)
+        return enter(context, false); // the inline path may not call the driver now: the slow one knows why
+    ContextState* state = detail::ContextAccess::state(context);
+    detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());
+}
+
+void ContextGuard::popFailed(ContextState* state, RecordEntry* entry, CUresult result, CUcontext popped) noexcept
+{
     if (result == detail::kDiverted) {
-        enter(context, false); // the inline path may not call the driver now: the slow one knows why
+        leave(state, entry);
         return;
     }
-    detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*frame_.state), SourceLocation::current());
+    // The inline exit found the entry on top of this thread's record: the thread is registered.
+    ThreadState& ts = *detail::t_threadState;
+    const auto k = static_cast<std::uint32_t>(entry - detail::t_record.entries);
+    (void)detail::finishFailedPop(ts, k, result, popped, "cuctx::ContextGuard");
 }
 
-void ContextGuard::popFailed(CUresult result, CUcontext popped) noexcept
+void ContextGuard::leave(ContextState* state, RecordEntry* entry) noexcept
 {
-    if (result == detail::kDiverted) {
-        leave();
-        return;
+    ThreadState* ts = detail::t_threadState;
+    if (ts == nullptr) { // a thread new to cuctx ends a guard made on another (misuse)
+        try {
+            ts = &detail::makeThreadState();
+        } catch (...) {
+            detail::logError("cuctx::ContextGuard: a guard ended on a thread cuctx could not register");
+            return;
+        }
     }
-    detail::finishFailedPop(detail::threadState(), frame_, result, popped, "cuctx::ContextGuard");
-}
-
-void ContextGuard::leave() noexcept
-{
-    detail::popFrame(detail::threadState(), frame_, "cuctx::ContextGuard");
+    (void)detail::popEntry(*ts, entry, state, "cuctx::ContextGuard");
 }
 
 } // namespace cuctx

@@ -3,36 +3,20 @@
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
-#include "context/frames.hpp"
+#include "context/entries.hpp"
 #include "driver/driver_state.hpp"
 
 namespace cuctx {
 
-using detail::Frame;
-using detail::FrameKind;
+using detail::StackEntryKind;
 using detail::ThreadState;
 
 namespace {
 
-const Frame* bottomFrame() noexcept
+// Whether this thread's entry 1 is an adoption (ts may be null: a thread new to cuctx has none).
+bool hasAdoption(const ThreadState* ts) noexcept
 {
-    const Frame* f = detail::topFrame();
-    while (f != nullptr && detail::frameBelow(*f) != nullptr)
-        f = detail::frameBelow(*f);
-    return f;
-}
-
-// Pushes a heap frame of `kind` for `state`; frees it if the push fails.
-void pushHeapFrame(ThreadState& ts, detail::ContextState& state, FrameKind kind)
-{
-    auto* frame = new Frame{};
-    frame->kind = kind;
-    try {
-        detail::pushFrame(ts, &state, *frame);
-    } catch (...) {
-        delete frame;
-        throw;
-    }
+    return ts != nullptr && detail::recordDepth() >= 1 && ts->kindOf(1) == StackEntryKind::adopted;
 }
 
 } // namespace
@@ -40,51 +24,50 @@ void pushHeapFrame(ThreadState& ts, detail::ContextState& state, FrameKind kind)
 void ContextStack::push(const Context& context)
 {
     detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::push");
-    pushHeapFrame(detail::threadState(), state, FrameKind::push);
+    (void)detail::pushEntry(detail::threadState(), &state, StackEntryKind::push, "cuctx::ContextStack::push");
 }
 
 Context ContextStack::pop()
 {
     ThreadState& ts = detail::threadState();
-    Frame* top = detail::topFrame();
-    if (top == nullptr || top->kind != FrameKind::push)
+    const std::uint32_t depth = detail::recordDepth();
+    if (depth == 0 || ts.kindOf(depth) != StackEntryKind::push)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::pop",
-                           top == nullptr ? "cuctx has pushed nothing on this thread's stack"
-                                          : std::string("the top of this thread's stack is a ") +
-                                                detail::kindName(top->kind) + ", which only its owner may remove",
+                           depth == 0 ? "cuctx has pushed nothing on this thread's stack"
+                                      : std::string("the top of this thread's stack is a ") +
+                                            detail::kindName(ts.kindOf(depth)) + ", which only its owner may remove",
                            "Pop only what ContextStack::push pushed, in reverse order");
-    detail::ContextState& state = *top->state;
-    Context owner = detail::popFrame(ts, *top, "cuctx::ContextStack::pop");
+    detail::ContextState& state = *detail::entryAt(depth);
+    Context owner = detail::popEntry(ts, &detail::t_record.entries[depth], &state, "cuctx::ContextStack::pop");
     detail::throwSticky(state); // a pop that found someone else's context on top says so now
     return owner;
 }
 
 CUcontext ContextStack::current() noexcept
 {
-    ThreadState& ts = detail::threadState();
-    if (detail::topFrame() == nullptr) { // the driver's current context, whoever set it
+    ThreadState* ts = detail::t_threadState;
+    if (ts == nullptr || detail::recordDepth() == 0) { // the driver's current context, whoever set it
         try {
-            detail::learnBase(ts);
+            ts = &detail::threadState();
+            detail::learnBase(*ts);
         } catch (...) {
             return nullptr; // no driver: nothing can be current
         }
     }
-    return ts.current();
+    return ts->current();
 }
 
 std::size_t ContextStack::depth() noexcept
 {
-    std::size_t depth = 0;
-    for (const Frame* f = detail::topFrame(); f != nullptr; f = detail::frameBelow(*f))
-        ++depth;
-    return depth;
+    return detail::t_threadState != nullptr ? detail::recordDepth() : 0;
 }
 
 std::vector<ContextStack::Entry> ContextStack::snapshot()
 {
     std::vector<Entry> entries;
-    for (const Frame* f : detail::framesBottomUp())
-        entries.push_back(Entry{f->state->handle, f->state->id, f->state->ordinal, detail::kindName(f->kind)});
+    if (const ThreadState* ts = detail::t_threadState)
+        for (const auto& [state, kind] : detail::entriesBottomUp(*ts))
+            entries.push_back(Entry{state->handle, state->id, state->ordinal, detail::kindName(kind)});
     return entries;
 }
 
@@ -92,42 +75,41 @@ void ContextStack::adopt(const Context& context)
 {
     detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::adopt");
     ThreadState& ts = detail::threadState();
-    if (const Frame* bottom = bottomFrame(); bottom != nullptr && bottom->kind == FrameKind::adopted) {
-        if (bottom->state == &state)
+    if (hasAdoption(&ts)) {
+        if (detail::entryAt(1) == &state)
             return;
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
-                           "this thread has already adopted " + detail::describeContext(*bottom->state),
+                           "this thread has already adopted " + detail::describeContext(*detail::entryAt(1)),
                            "Release it first (ContextStack::release)", detail::subjectOf(state));
     }
-    if (detail::topFrame() != nullptr)
+    if (detail::recordDepth() != 0)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::adopt",
                            "this thread has guards or pushes on its stack; an adoption must be the bottom entry",
                            "Adopt at the start of the worker, outside any guard", detail::subjectOf(state));
-    pushHeapFrame(ts, state, FrameKind::adopted);
+    (void)detail::pushEntry(ts, &state, StackEntryKind::adopted, "cuctx::ContextStack::adopt");
 }
 
 void ContextStack::release()
 {
     ThreadState& ts = detail::threadState();
-    const Frame* bottom = bottomFrame();
-    if (bottom == nullptr || bottom->kind != FrameKind::adopted)
+    if (!hasAdoption(&ts))
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release", "this thread has adopted no context",
                            "Call release() only after adopt()");
-    Frame* top = detail::topFrame();
-    if (top != bottom)
+    if (detail::recordDepth() != 1)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release",
                            "guards or pushes are still above the adopted context",
                            "Release the adoption after they end");
-    detail::ContextState& state = *top->state;
-    Context owner = detail::popFrame(ts, *top, "cuctx::ContextStack::release");
+    detail::ContextState& state = *detail::entryAt(1);
+    Context owner = detail::popEntry(ts, &detail::t_record.entries[1], &state, "cuctx::ContextStack::release");
     detail::throwSticky(state);
 }
 
 Context ContextStack::adopted()
 {
-    if (const Frame* bottom = bottomFrame(); bottom != nullptr && bottom->kind == FrameKind::adopted) {
-        bottom->state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
-        return detail::ContextAccess::fromCountedState(bottom->state);
+    if (hasAdoption(detail::t_threadState)) {
+        detail::ContextState* state = detail::entryAt(1);
+        state->handles.fetch_add(1, std::memory_order_relaxed); // the adoption holds one
+        return detail::ContextAccess::fromCountedState(state);
     }
     return {};
 }
@@ -152,7 +134,7 @@ void ContextStack::resync()
 {
     (void)detail::api("cuctx::ContextStack::resync"); // in a forked child: says so, naming the call
     ThreadState& ts = detail::threadState();
-    if (detail::topFrame() != nullptr)
+    if (detail::recordDepth() != 0)
         detail::throwError(Errc::invalid_state, "cuctx::ContextStack::resync",
                            "cuctx has entries on this thread's stack; resync only accepts a new base below none",
                            "End the guards, pushes and adoption first");

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 
 namespace cuctx::detail {
@@ -66,17 +65,13 @@ void destroyDriverObject(const ContextState& state) noexcept
     }
 }
 
-// Calls f(thread, slot) for every slot of every registered thread. Under the registry mutex.
-template <typename F>
-void forEachSlotLocked(F f)
+// Whether any registered thread has `state` among its entries. Under the registry mutex.
+bool usedLocked(const ContextState* state) noexcept
 {
-    for (ThreadState* ts : registeredThreads())
-        ts->forEachSlot([&](Slot& slot) { f(*ts, slot); });
-}
-
-bool inUse(const Slot& slot, const ContextState* state)
-{
-    return slot.state.load(std::memory_order_acquire) == state && slot.uses.load(std::memory_order_acquire) != 0;
+    for (const ThreadState* ts : registeredThreads())
+        if (ts->hasEntry(state))
+            return true;
+    return false;
 }
 
 // Primary contexts are interned: one state per device, so that two Context::primary() calls share it.
@@ -105,8 +100,7 @@ void tryDestroy(ContextState* state) noexcept
         std::lock_guard lock(registryMutex());
         if (state->destroyed)
             return;
-        bool used = false;
-        forEachSlotLocked([&](ThreadState&, Slot& slot) { used = used || inUse(slot, state); });
+        const bool used = usedLocked(state);
         if (used) {
             try {
                 deferred = logEnabled(LogLevel::debug) ? describeContext(*state) : "?";
@@ -119,13 +113,9 @@ void tryDestroy(ContextState* state) noexcept
             // release orphans it again. (Read after the uses: the copier counted before it left.)
             return;
         } else {
+            // No thread's record names it (entries above a thread's depth are never read): its address
+            // may be reused as soon as it is freed.
             state->destroyed = true;
-            // Forget it in every thread's slots (the slot tables, on which a guard's inline path
-            // relies, among them), so that the address may be reused.
-            forEachSlotLocked([&](ThreadState&, Slot& slot) {
-                ContextState* expected = state;
-                slot.state.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-            });
             forgetPrimaryLocked(state);
             auto& states = liveStatesLocked();
             states.erase(std::remove(states.begin(), states.end(), state), states.end());
@@ -168,20 +158,6 @@ void registerContext(ContextState* state)
 
 void registerContextLocked(ContextState* state)
 {
-    // The slot index the fewest live contexts have (the next in turn among those): while the process
-    // has at most kSlotTableSize contexts, no two share a slot of a thread's table.
-    std::array<std::size_t, kSlotTableSize> taken{};
-    for (const ContextState* live : liveStatesLocked())
-        ++taken[live->slotIndex];
-    static std::size_t next = 0;
-    std::size_t best = next % kSlotTableSize;
-    for (std::size_t i = 1; i < kSlotTableSize; ++i) {
-        const std::size_t candidate = (next + i) % kSlotTableSize;
-        if (taken[candidate] < taken[best])
-            best = candidate;
-    }
-    next = best + 1;
-    state->slotIndex = static_cast<std::uint8_t>(best);
     if (state->journal == nullptr)
         attachJournal(*state);
     liveStatesLocked().push_back(state);
@@ -284,10 +260,9 @@ std::vector<long> threadsUsing(const ContextState& state)
 {
     std::vector<long> tids;
     std::lock_guard lock(registryMutex());
-    forEachSlotLocked([&](ThreadState& ts, Slot& slot) {
-        if (inUse(slot, &state))
-            tids.push_back(ts.tid);
-    });
+    for (const ThreadState* ts : registeredThreads())
+        if (ts->hasEntry(&state))
+            tids.push_back(ts->tid);
     return tids;
 }
 

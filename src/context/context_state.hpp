@@ -13,11 +13,12 @@
 //   a thread that has the context current through cuctx.
 //
 // Handles count in `handles` (atomic, touched only when a handle is copied or dropped). Uses are
-// counted per thread, in a Slot that only its thread writes, so entering and leaving a context
-// costs no atomic read-modify-write on a line that other threads share. The thread that drops the
-// last handle reads every thread's slots after an asymmetric fence (asymmetric_fence.hpp); a thread that ends
-// its last use of an orphaned context rechecks under the registry's mutex. One of the two always
-// sees the other, and whichever finds no use left destroys the context, once.
+// the entries in each thread's record (cuctx/detail/thread_record.hpp), which only its thread
+// writes, so entering and leaving a context costs no atomic read-modify-write on a line that other
+// threads share. The thread that drops the last handle reads every thread's record after an
+// asymmetric fence (asymmetric_fence.hpp); a thread that leaves an orphaned context rechecks under
+// the registry's mutex. One of the two always sees the other, and whichever finds no use left
+// destroys the context, once.
 
 #include "cuctx/detail/context_state.hpp"
 #include "cuctx/error.hpp"
@@ -57,7 +58,7 @@ inline void throwSticky(ContextState& state)
 /// Drops one handle; the last one orphans the context and destroys it once no thread uses it.
 void releaseHandle(ContextState* state) noexcept;
 
-/// Called by a thread whose last use of an orphaned context just ended.
+/// Called by a thread that left an orphaned context: destroys it if no thread has it entered.
 void destroyIfUnused(ContextState* state) noexcept;
 
 /// The threads (kernel ids) that have `state` entered right now.

@@ -57,21 +57,22 @@ std::vector<ThreadState*>& registeredThreads()
 }
 
 constinit ContextState g_placeholderContext{};
-constinit Frame g_bottomFrame{&g_placeholderContext, nullptr, nullptr, FrameKind::push};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
-constinit thread_local ThreadRecord t_record{};
+// Nothing entered, and a limit of 0: the inline guard goes out of line until the thread registers.
+constinit thread_local ThreadRecord t_record{0, 0, {&g_placeholderContext}, 0, false};
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
-// path, which reports the fork, instead of trusting the inherited top. The frames move out of the
-// guards' sight but stay linked, so that scopes the parent opened can still unwind in the child.
+// path, which reports the fork, instead of trusting the inherited top. The entries move out of the
+// guards' sight but stay, so that scopes the parent opened can still unwind in the child.
 static void clearTopInChild()
 {
     if (initialisingPid() != 0) {
         ThreadRecord& record = t_record;
-        record.hidden = record.frame;
-        record.frame = &g_bottomFrame;
-        record.forked = true; // g_push diverts there too: the slot table is never used in the child
+        record.hiddenDepth = record.depth.load(std::memory_order_relaxed);
+        record.depth.store(0, std::memory_order_relaxed);
+        record.limit = 0;
+        record.forked = true;
     }
 }
 
@@ -103,8 +104,13 @@ ThreadState::ThreadState()
     : tid(static_cast<long>(gettid())), serial(g_threadSerials.fetch_add(1, std::memory_order_relaxed) + 1),
       record(&t_record)
 {
-    std::lock_guard lock(registryMutex());
-    registeredThreads().push_back(this);
+    {
+        std::lock_guard lock(registryMutex());
+        registeredThreads().push_back(this);
+    }
+    // Registered first: a thread destroying a context must see this thread before it makes entries.
+    if (!record->forked)
+        record->limit = kRecordEntries;
 }
 
 ThreadState::~ThreadState()
@@ -114,129 +120,97 @@ ThreadState::~ThreadState()
         auto& threads = registeredThreads();
         threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
     }
-    // Adoptions and pushes left at thread exit (guards cannot be: they are scoped): the driver forgets
-    // this thread's stack by itself; cuctx ends their uses (a green context becomes free for other
-    // threads), drops the handles they kept, which may destroy their contexts, and frees their frames.
+    // Adoptions and pushes left at thread exit (and entries of guards that ended on another thread,
+    // which became pushes): the driver forgets this thread's stack by itself; cuctx drops the handles
+    // they kept, which may destroy their contexts, and a green context becomes free for other threads.
+    ThreadRecord& mine = t_record; // no longer registered: no other thread reads it now
     std::vector<Context> owners;
-    for (Frame* f = topFrame(); f != nullptr;) {
-        Frame* below = frameBelow(*f);
-        if (ownsHandle(*f))
-            owners.push_back(ContextAccess::fromCountedState(f->state));
-        if (f->kind != FrameKind::guard) {
-            endUse(*f->uses, f->state);
-            delete f;
-        }
-        f = below;
+    std::vector<ContextState*> left;
+    const std::uint32_t depth = recordDepth();
+    for (std::uint32_t k = depth; k >= 1; --k) {
+        ContextState* state = mine.entries[k].load(std::memory_order_relaxed);
+        if (kindOf(k) != StackEntryKind::guard)
+            owners.push_back(ContextAccess::fromCountedState(state));
+        else
+            left.push_back(state);
     }
-    t_threadState = nullptr;
-    ThreadRecord& mine = t_record; // no longer registered: no other thread touches it now
-    mine.frame = &g_bottomFrame;
-    mine.hidden = &g_bottomFrame;
+    mine.depth.store(0, std::memory_order_relaxed);
+    mine.hiddenDepth = 0;
     mine.forked = false;
-    // Without a registered state, no destroyer would see this thread's slots: empty the table, so
-    // that a later guard here (a thread-local's destructor) takes the slow path and registers anew.
-    for (Slot& slot : mine.slots) {
-        slot.state.store(nullptr, std::memory_order_release);
-        slot.uses.store(0, std::memory_order_relaxed);
+    mine.limit = 0; // a later guard here (a thread-local's destructor) takes the slow path and registers anew
+    t_threadState = nullptr;
+    for (std::uint32_t k = 1; k <= depth; ++k) {
+        ContextState* state = mine.entries[k].load(std::memory_order_relaxed);
+        if (state->isGreen() && state->greenOwner.load(std::memory_order_relaxed) == serial)
+            state->greenOwner.store(0, std::memory_order_release);
     }
+    std::sort(left.begin(), left.end());
+    left.erase(std::unique(left.begin(), left.end()), left.end());
+    lightFence(); // pairs with the heavy fence of the thread that drops the last handle
+    for (ContextState* state : left)
+        if (state->orphaned())
+            destroyIfUnused(state);
     if (!owners.empty())
         logDebug("thread {} exits with {} context(s) still adopted or pushed; releasing them", tid, owners.size());
     owners.clear();
-    for (SlotBlock* b = firstBlock.next.load(std::memory_order_relaxed); b != nullptr;) {
-        SlotBlock* next = b->next.load(std::memory_order_relaxed);
-        delete b;
-        b = next;
-    }
 }
 
 CUcontext ThreadState::current() const noexcept
 {
-    const Frame* frame = topFrame();
-    return frame != nullptr ? frame->state->handle : base;
+    const std::uint32_t depth = recordDepth();
+    return depth != 0 ? entryAt(depth)->handle : base;
 }
 
-namespace {
-
-// Takes `slot` for `state` if no context of this thread's is counted there; a slot of a context the
-// thread no longer uses is taken too (only this thread writes `uses`, and a destroyer only ever
-// clears `state`).
-bool claimSlot(Slot& slot, ContextState* state) noexcept
+bool ThreadState::hasEntry(const ContextState* state) const noexcept
 {
-    ContextState* held = slot.state.load(std::memory_order_relaxed);
-    if (held != nullptr && slot.uses.load(std::memory_order_relaxed) != 0)
-        return false;
-    if (held != nullptr && !slot.state.compare_exchange_strong(held, nullptr, std::memory_order_acq_rel))
-        return held == nullptr && claimSlot(slot, state); // a destroyer cleared it meanwhile
-    slot.state.store(state, std::memory_order_release);
-    return true;
+    std::uint32_t depth = record->depth.load(std::memory_order_acquire);
+    if (record->forked) // only in a forked child, which has this one thread
+        depth = std::max(depth, record->hiddenDepth);
+    depth = std::min(depth, kRecordEntries - 1);
+    for (std::uint32_t k = 1; k <= depth; ++k)
+        if (record->entries[k].load(std::memory_order_acquire) == state)
+            return true;
+    return false;
 }
 
-} // namespace
-
-Slot& ThreadState::findSlot(ContextState* state)
+StackEntryKind ThreadState::kindOf(std::uint32_t k) const noexcept
 {
-    // A slot in the blocks that still counts uses of `state` (its table slot was taken when it was
-    // entered) stays its slot until those uses end: one slot per context in use.
-    Slot* free = nullptr;
-    SlotBlock* last = &firstBlock;
-    for (SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-        for (Slot& slot : b->slots) {
-            ContextState* s = slot.state.load(std::memory_order_relaxed);
-            if (s == state && slot.uses.load(std::memory_order_relaxed) != 0)
-                return slot;
-            if (s == state)
-                slot.state.compare_exchange_strong(s, nullptr, std::memory_order_acq_rel); // moves to the table
-            else if (free == nullptr && s == nullptr)
-                free = &slot;
-        }
-        last = b;
+    if ((owned.load(std::memory_order_relaxed) & (1U << k)) == 0)
+        return StackEntryKind::guard;
+    return k == 1 && adopted ? StackEntryKind::adopted : StackEntryKind::push;
+}
+
+bool ThreadState::claimGreen(ContextState* state)
+{
+    std::uint64_t expected = 0;
+    if (state->greenOwner.compare_exchange_strong(expected, serial, std::memory_order_acq_rel))
+        return true;
+    if (expected == serial)
+        return false; // an entry of it here already
+    long ownerTid = 0;
+    {
+        std::lock_guard lock(registryMutex());
+        for (const ThreadState* ts : registeredThreads())
+            if (ts->serial == expected)
+                ownerTid = ts->tid;
     }
-    if (!state->isGreen() && claimSlot(record->slots[state->slotIndex], state))
-        return record->slots[state->slotIndex];
-    if (free == nullptr) {
-        // Every block slot holds a context: reclaim one this thread no longer uses, else add a block.
-        for (SlotBlock* b = &firstBlock; b != nullptr && free == nullptr; b = b->next.load(std::memory_order_relaxed))
-            for (Slot& slot : b->slots)
-                if (claimSlot(slot, state)) {
-                    free = &slot;
-                    break;
-                }
-        if (free != nullptr)
-            return *free;
-        auto* block = new SlotBlock;
-        free = &block->slots[0];
-        last->next.store(block, std::memory_order_release);
-    }
-    free->state.store(state, std::memory_order_release);
-    return *free;
+    throwError(Errc::context_busy, "cuctx::ContextGuard",
+               describeContext(*state) +
+                   " is a green context, which may be current on one thread at a time, and thread " +
+                   std::to_string(ownerTid) + " has it entered",
+               "Give each thread its own green context, or leave it on the other thread first");
 }
 
-void ThreadState::claimGreen(Slot& slot, ContextState* state)
+void leftFlaggedContext(ContextState* state) noexcept
 {
-    if (slot.uses.load(std::memory_order_relaxed) == 0) {
-        std::uint64_t expected = 0;
-        if (!state->greenOwner.compare_exchange_strong(expected, serial, std::memory_order_acq_rel)) {
-            long ownerTid = 0;
-            {
-                std::lock_guard lock(registryMutex());
-                for (const ThreadState* ts : registeredThreads())
-                    if (ts->serial == expected)
-                        ownerTid = ts->tid;
-            }
-            throwError(Errc::context_busy, "cuctx::ContextGuard",
-                       describeContext(*state) +
-                           " is a green context, which may be current on one thread at a "
-                           "time, and thread " +
-                           std::to_string(ownerTid) + " has it entered",
-                       "Give each thread its own green context, or leave it on the other thread first");
-        }
+    // Still entered lower on this thread's stack: nothing ends yet.
+    if (const ThreadState* ts = t_threadState; ts != nullptr && ts->hasEntry(state))
+        return;
+    if (state->isGreen()) {
+        std::uint64_t mine = t_threadState != nullptr ? t_threadState->serial : 0;
+        if (mine != 0)
+            state->greenOwner.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
     }
-}
-
-void lastUseOnThread(ContextState* state) noexcept
-{
-    if (state->isGreen())
-        state->greenOwner.store(0, std::memory_order_release);
     lightFence(); // pairs with the heavy fence of the thread that drops the last handle
     if (state->orphaned()) [[unlikely]]
         destroyIfUnused(state);

@@ -4,10 +4,9 @@
 #error "a private header of cuctx (src/): outside the library, include the public headers <cuctx/...>"
 #endif
 
-// What cuctx knows about the calling thread: its frames (cuctx/detail/thread_record.hpp) above a `base`
-// it found current, and one Slot per context the thread has entered, counting its uses (in t_record's
-// slot table, or beyond it in blocks). Thread-bound, except that Slots are read by the thread that
-// orphans a context (context_state.hpp).
+// What cuctx knows about the calling thread beyond its record (cuctx/detail/thread_record.hpp): which
+// entries keep a handle (pushes and an adoption), and the `base` it found current below its entries.
+// Thread-bound, except that a thread destroying a context reads the record (under the registry mutex).
 
 #include "context/asymmetric_fence.hpp"
 #include "context/context_state.hpp"
@@ -24,13 +23,9 @@
 
 namespace cuctx::detail {
 
-/// Slots beyond the slot table (a green context's, or one whose table slot another context holds
-/// in use) live in blocks that never move, appended as a thread meets more contexts.
-struct SlotBlock {
-    static constexpr std::size_t kSize = 16;
-    std::array<Slot, kSize> slots;
-    std::atomic<SlotBlock*> next{nullptr};
-};
+/// What an entry is: a guard's keeps no handle (the guard's caller holds one); a push's or adoption's
+/// keeps one until it is popped or released.
+enum class StackEntryKind : std::uint8_t { guard, push, adopted };
 
 struct ThreadState {
     ThreadState();
@@ -38,60 +33,53 @@ struct ThreadState {
     ThreadState(const ThreadState&) = delete;
     ThreadState& operator=(const ThreadState&) = delete;
 
-    /// What is current as cuctx believes: the top frame's context, else the base.
+    /// What is current as cuctx believes: the top entry's context, else the base.
     CUcontext current() const noexcept;
 
-    /// The slot counting this thread's uses of `state`, claimed if needed: its slot in the table where
-    /// that is free (then the guard's inline path finds it), else one in the overflow blocks. A thread
-    /// has at most one slot in use per context. No allocation unless the thread has more than 16
-    /// contexts entered beyond its table at once.
-    Slot& slotFor(ContextState* state)
-    {
-        Slot& slot = record->slots[state->slotIndex];
-        if (slot.state.load(std::memory_order_relaxed) == state) [[likely]]
-            return slot;
-        return findSlot(state);
-    }
-    Slot& findSlot(ContextState* state);
+    /// Whether `state` is one of this thread's entries. A thread other than this one calls it only
+    /// under the registry mutex, after the fence that pairs with the leaving thread's (context_state.hpp).
+    bool hasEntry(const ContextState* state) const noexcept;
 
-    /// Calls f(slot) for each of this thread's slots, the table's first. A thread other than this
-    /// one calls it only under the registry mutex.
-    template <typename F>
-    void forEachSlot(F f) const
-    {
-        for (const Slot& slot : record->slots)
-            f(const_cast<Slot&>(slot));
-        for (const SlotBlock* b = &firstBlock; b != nullptr; b = b->next.load(std::memory_order_acquire))
-            for (const Slot& slot : b->slots)
-                f(const_cast<Slot&>(slot));
-    }
+    /// What entry `k` (1 to the depth) is.
+    StackEntryKind kindOf(std::uint32_t k) const noexcept;
 
-    /// Registers a use of `state` on this thread (a green context checks it is free here).
-    void beginUse(Slot& slot, ContextState* state)
-    {
-        if (state->isGreen()) [[unlikely]]
-            claimGreen(slot, state);
-        countUse(slot.uses);
-    }
-    /// Takes a green context for this thread at its first use here; Errc::context_busy if another
-    /// thread has it.
-    void claimGreen(Slot& slot, ContextState* state);
-    /// Ends a use; the last use of an orphaned context may destroy it (context_state.hpp).
-    static void endUse(std::atomic<std::uint32_t>& uses, ContextState* state) noexcept
-    {
-        const std::uint32_t after = uses.load(std::memory_order_relaxed) - 1;
-        uses.store(after, std::memory_order_release);
-        if (after == 0)
-            lastUseOnThread(state);
-    }
+    /// Claims a green context for this thread at its first entry here; Errc::context_busy if another
+    /// thread has it. True if this call claimed it (it had no entry of it here).
+    bool claimGreen(ContextState* state);
 
     long tid;                 // gettid()
     std::uint64_t serial;     // unique in the process, never reused as kernel tids are (green-context ownership)
-    ThreadRecord* record;     // this thread's t_record: a thread destroying a context clears its slots there
+    ThreadRecord* record;     // this thread's t_record, which threads destroying a context read
     CUcontext base = nullptr; // what was current below cuctx's entries when it first looked
     bool baseKnown = false;
-    SlotBlock firstBlock;
+    // Bit k: entry k keeps a handle (a push, or the adoption). Written by this thread, and by a thread
+    // that ends one of this thread's guards (misuse), which turns its entry into a push.
+    std::atomic<std::uint32_t> owned{0};
+    bool adopted = false; // entry 1 is an adoption
 };
+
+/// The entries of this thread's record in use (the hidden ones in a forked child): 0 if none.
+inline std::uint32_t recordDepth() noexcept
+{
+    const ThreadRecord& record = t_record;
+    return record.forked ? record.hiddenDepth : record.depth.load(std::memory_order_relaxed);
+}
+
+/// Sets the depth after the entries up to it are written.
+inline void setRecordDepth(std::uint32_t depth) noexcept
+{
+    ThreadRecord& record = t_record;
+    if (record.forked) [[unlikely]]
+        record.hiddenDepth = depth;
+    else
+        record.depth.store(depth, std::memory_order_release);
+}
+
+/// The context of this thread's entry `k` (1 to the depth).
+inline ContextState* entryAt(std::uint32_t k) noexcept
+{
+    return t_record.entries[k].load(std::memory_order_relaxed);
+}
 
 /// Reads the driver's current context once, to learn what cuctx's entries sit on.
 void learnBase(ThreadState& ts);

@@ -33,18 +33,23 @@ bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
     for (ThreadState* ts : registeredThreads()) {
         ThreadSnapshot t;
         t.tid = ts->tid;
-        ts->forEachSlot([&](const Slot& slot) {
-            // A slot's state is cleared (under this mutex) before its context is freed.
-            const ContextState* state = slot.state.load(std::memory_order_acquire);
-            const std::uint32_t uses = slot.uses.load(std::memory_order_acquire);
-            if (state == nullptr || uses == 0)
-                return;
+        // Entries are read under this mutex, which a context's destruction takes after no record names it.
+        std::vector<const ContextState*> entered;
+        const std::uint32_t depth = std::min(ts->record->depth.load(std::memory_order_acquire), kRecordEntries - 1);
+        for (std::uint32_t k = 1; k <= depth; ++k)
+            entered.push_back(ts->record->entries[k].load(std::memory_order_acquire));
+        for (std::size_t i = 0; i < entered.size(); ++i) {
+            const ContextState* state = entered[i];
+            if (std::find(entered.begin(), entered.begin() + static_cast<long>(i), state) !=
+                entered.begin() + static_cast<long>(i))
+                continue; // counted at its first entry
+            const auto uses = static_cast<std::uint32_t>(std::count(entered.begin(), entered.end(), state));
             t.uses.push_back({state->id, describeContext(*state), uses});
-            t.depth += uses;
             const auto at = std::find(live.begin(), live.end(), state);
             if (at != live.end())
                 contexts[first + static_cast<std::size_t>(at - live.begin())].threads.push_back(ts->tid);
-        });
+        }
+        t.depth = static_cast<unsigned>(entered.size());
         if (!t.uses.empty())
             threads.push_back(std::move(t));
     }

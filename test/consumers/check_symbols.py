@@ -15,7 +15,7 @@ symbols = [line.split(" ", 2)[2] for line in nm.splitlines() if line.count(" ") 
 
 # What the inline guard, the launch template, testing.hpp and ContextOwned's destroy calls need.
 allowed_detail = re.compile(
-    r"cuctx::detail::(t_record|g_push|g_pop|g_placeholderContext|g_bottomFrame|lastUseOnThread|destroyIfUnused"
+    r"cuctx::detail::(t_record|g_push|g_pop|g_placeholderContext|leftFlaggedContext|destroyIfUnused"
     r"|launchPacked|stackChanged|describeStack|toHex|fromHex|(DeviceAllocation|IpcMapping|Event|Stream)Traits::destroy)\b")
 failures = []
 def own_name(symbol):
@@ -38,7 +38,7 @@ for s in symbols:
     if re.search(r"(^|\s)(spdlog|fmt)::", name) and not name.startswith(("typeinfo", "vtable")):
         failures.append("a private dependency's function is exported: " + s)
 for needed in ["cuctx::Context::create(", "cuctx::ContextGuard::enter(", "cuctx::Error::Error(",
-               "typeinfo for cuctx::Error", "cuctx::detail::t_record", "cuctx::detail::lastUseOnThread("]:
+               "typeinfo for cuctx::Error", "cuctx::detail::t_record", "cuctx::detail::leftFlaggedContext("]:
     if not any(s.startswith(needed) for s in symbols):
         failures.append("not exported: " + needed)
 detail = sum("cuctx::detail::" in s for s in symbols)

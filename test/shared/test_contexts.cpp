@@ -176,8 +176,8 @@ TEST_CASE("a guard on an empty handle is a clear error", "[guard]")
     Context empty;
     CHECK(errcOf([&] { ContextGuard g(empty); }) == Errc::invalid_argument);
     CHECK(ContextStack::depth() == 0);
-    // Also once this thread has a slot for a context, and after that context is gone: the inline
-    // paths must not take an empty handle for it.
+    // Also once this thread has entered a context, and after that context is gone: the inline paths
+    // must not take an empty handle for it.
     Context recent = Context::create(Device::get(0));
     {
         ContextGuard warm(recent);
@@ -288,20 +288,14 @@ TEST_CASE("a pushed context stays alive while pushed, even with no other handle"
 
 TEST_CASE("a switching guard makes only the driver's push and pop, whatever the pattern of switching", "[guard]")
 {
-    // Each thread counts its uses in a table of slots; each context takes a slot index no other live
-    // context has (while there are few), so every pattern below runs the inline path: exactly one push
-    // and one pop per guard, no cuCtxGetCurrent, no search.
+    // A guard's entry is the context in the thread's record, whatever the context: every pattern below
+    // runs the inline path, exactly one push and one pop per guard, no cuCtxGetCurrent, no search.
     cuctx::test::drainRawStack();
     std::vector<Context> made;
     made.reserve(8);
     for (int i = 0; i < 8; ++i)
         made.push_back(Context::create(Device::get(0)));
     const Context primary = Context::primary(Device::get(0));
-    const auto slotOf = [](const Context& c) { return cuctx::detail::ContextAccess::state(c)->slotIndex; };
-    std::vector<const Context*> beside; // two created contexts whose slots differ from the primary's
-    for (const Context& c : made)
-        if (slotOf(c) != slotOf(primary) && beside.size() < 2)
-            beside.push_back(&c);
     const auto cycle = [](std::vector<const Context*> contexts) {
         std::vector<const Context*> s;
         s.reserve(64);
@@ -320,12 +314,12 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
         {"alternating", cycle({&made[0], &made[1]})},
         {"round-robin over four", cycle({&made[0], &made[1], &made[2], &made[3]})},
         {"random over eight", random},
-        {"primary and created mixed", cycle({&primary, beside.at(0), &primary, beside.at(1)})},
+        {"primary and created mixed", cycle({&primary, &made[0], &primary, &made[1]})},
     };
     for (const auto& [name, sequence] : patterns) {
         INFO(name);
         for (const Context* c : sequence) {
-            ContextGuard first(*c); // each context's first entry on this thread claims its slot
+            ContextGuard first(*c); // the thread's first guard registers it
         }
         const long calls = cuctx::test::driverCalls();
         for (const Context* c : sequence) {
@@ -337,7 +331,7 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
             CHECK(cuctx::test::driverCalls() - calls == 2 * static_cast<long>(sequence.size()));
         CHECK(rawCurrent() == nullptr);
     }
-    // Nested three deep: each guard's frame is below the next, and each finds its slot inline too.
+    // Nested three deep: each guard's entry is below the next, each made inline too.
     for (int i = 0; i < 3; ++i) {
         ContextGuard first(made[static_cast<std::size_t>(i)]);
     }
@@ -353,49 +347,54 @@ TEST_CASE("a switching guard makes only the driver's push and pop, whatever the 
     CHECK(rawCurrent() == nullptr);
 }
 
-TEST_CASE("more contexts entered at once than a thread's slot table holds are all counted", "[guard][registry]")
+TEST_CASE("a thread enters up to 31 contexts at once; one more is a clear error that changes nothing",
+          "[guard][registry]")
 {
-    // Two more contexts than the table has slots: at least two share a slot with another that is in
-    // use when they are entered, so they are counted beyond the table. Every use is seen, and each
-    // context is destroyed once its uses end.
     cuctx::test::drainRawStack();
     const long before = live();
-    constexpr long n = static_cast<long>(cuctx::detail::kSlotTableSize) + 2;
-    std::vector<Context> made;
-    made.reserve(static_cast<std::size_t>(n));
-    for (long i = 0; i < n; ++i)
-        made.push_back(Context::create(Device::get(0)));
+    constexpr auto most = static_cast<std::size_t>(cuctx::detail::kRecordEntries - 1);
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
     const std::vector<long> self{static_cast<long>(gettid())};
     {
         std::vector<std::unique_ptr<ContextGuard>> nest;
-        nest.reserve(made.size());
-        for (const Context& c : made)
-            nest.push_back(std::make_unique<ContextGuard>(c));
-        CHECK(ContextStack::depth() == static_cast<std::size_t>(n));
-        for (const Context& c : made)
-            CHECK(c.threadsUsing() == self);
-        CHECK(rawCurrent() == made.back().native());
+        for (std::size_t i = 0; i < most; ++i) // a b a b ...: each one switches
+            nest.push_back(std::make_unique<ContextGuard>(i % 2 == 0 ? a : b));
+        CHECK(ContextStack::depth() == most);
+        CHECK(a.threadsUsing() == self);
+        CHECK(b.threadsUsing() == self);
+        const Context& next = most % 2 == 0 ? a : b;
+        const CUcontext top = rawCurrent();
+        try {
+            ContextGuard one(next);
+            FAIL("a guard beyond the record's capacity was made");
+        } catch (const cuctx::Error& e) {
+            CHECK(e.code() == Errc::invalid_state);
+            CHECK(std::string(e.what()).find("31 contexts entered") != std::string::npos);
+        }
+        CHECK_THROWS_AS(ContextStack::push(next), cuctx::Error);
+        CHECK(ContextStack::depth() == most); // nothing changed
+        CHECK(rawCurrent() == top);
+        {
+            ContextGuard elided(most % 2 == 0 ? b : a); // the context on top: no entry needed
+            CHECK_FALSE(elided.switched());
+        }
         while (!nest.empty())
             nest.pop_back();
     }
-    for (const Context& c : made)
-        CHECK(c.threadsUsing().empty());
-    // Entered again one at a time, the last ones move into the slots the first ones no longer use,
-    // and a context dropped while a guard has it entered goes when that guard ends.
-    for (int round = 0; round < 2; ++round)
-        for (const Context& c : made) {
-            ContextGuard g(c);
-            CHECK(c.threadsUsing() == self);
-        }
+    CHECK(ContextStack::depth() == 0);
+    CHECK(rawCurrent() == nullptr);
+    CHECK(a.threadsUsing().empty());
+    // A context dropped while a guard has it entered goes when that guard ends.
     {
-        Context last = made.back();
-        made.pop_back();
+        Context last = b;
+        b = Context();
         ContextGuard g(last);
         last = Context();
-        CHECK(live() == before + n); // still used here
+        CHECK(live() == before + 2); // still used here
     }
-    CHECK(live() == before + n - 1);
-    made.clear();
+    CHECK(live() == before + 1);
+    a = Context();
     CHECK(live() == before);
     CHECK(rawCurrent() == nullptr);
 }
@@ -595,20 +594,31 @@ TEST_CASE("the destruction race holds with each asymmetric fence this machine of
 TEST_CASE("a guard that ends under a push made inside it leaves the driver alone and records the misuse", "[guard]")
 {
     cuctx::test::drainRawStack();
+    const long before = live();
     Context a = Context::create(Device::get(0));
     Context b = Context::create(Device::get(0));
     {
         ContextGuard ga(a);
         ContextStack::push(b); // never popped inside the guard's scope
     }
-    REQUIRE(ContextStack::depth() == 1);
-    CHECK(ContextStack::snapshot()[0].handle == b.native());
+    // The guard's entry stays below b's, now a push: cuctx's record and the driver's stack agree.
+    REQUIRE(ContextStack::depth() == 2);
+    CHECK(ContextStack::snapshot()[0].handle == a.native());
+    CHECK(ContextStack::snapshot()[0].kind == "push");
+    CHECK(ContextStack::snapshot()[1].handle == b.native());
     CHECK(rawCurrent() == b.native()); // nothing was popped from under it
     CHECK(errcOf([&] { a.checkRecordedError(); }) == Errc::stack_mismatch);
     CHECK(ContextStack::pop() == b);
     CHECK(rawCurrent() == a.native()); // the guard's own push is still on the driver's stack, as reported
-    cuctx::test::drainRawStack();
+    const CUcontext aHandle = a.native();
+    a = Context();
+    CHECK(live() == before + 2); // the push keeps it
+    Context popped = ContextStack::pop();
+    CHECK(popped.native() == aHandle);
+    CHECK(rawCurrent() == nullptr);
     CHECK(ContextStack::depth() == 0);
+    popped = Context();
+    CHECK(live() == before + 1);
 }
 
 TEST_CASE("switching again to the last context takes the inline path, which still checks what it pops", "[guard]")
@@ -643,7 +653,7 @@ TEST_CASE("a new context at a destroyed one's address is never mistaken for it",
         {
             ContextGuard again(c); // the inline switching path
             CHECK(rawCurrent() == c.native());
-            CHECK(c.threadsUsing() == self); // counted on c's own slot, not a dead context's
+            CHECK(c.threadsUsing() == self); // c's own entry, not a dead context's
         }
     } // each c is destroyed here; the next may reuse its state's address
     CHECK(rawCurrent() == nullptr);
@@ -651,9 +661,9 @@ TEST_CASE("a new context at a destroyed one's address is never mistaken for it",
 
 TEST_CASE("a context destroyed on one thread leaves no stale fast path on another that used it", "[guard][registry]")
 {
-    // The worker switches to a context (its slot in the worker's table), the main thread destroys it and makes new
-    // ones, likely at the same address; the worker's next guards must count their use on the new
-    // context, where a destroyer looks.
+    // The worker switches to a context (an entry in the worker's record), the main thread destroys it and
+    // makes new ones, likely at the same address; the worker's next guards must enter the new context,
+    // where a destroyer looks, and no entry in use may name the dead one.
     std::optional<Context> current;
     Event ready[20], done[20];
     std::vector<std::vector<long>> seen(20);
@@ -665,10 +675,10 @@ TEST_CASE("a context destroyed on one thread leaves no stale fast path on anothe
         const cuctx::detail::ContextState* previous = nullptr;
         for (int i = 0; i < 20; ++i) {
             ready[i].wait();
-            // The destroyer cleared this thread's slot of the old context (the allocator may or may
-            // not have given the new context the old address: this checks the clearing itself).
-            for (const cuctx::detail::Slot& slot : cuctx::detail::t_record.slots)
-                if (previous != nullptr && slot.state.load() == previous)
+            // Nothing in this thread's record in use names the old context (the allocator may or may not
+            // have given the new context the old address: this checks the record itself).
+            for (std::uint32_t k = 1; k <= cuctx::detail::t_record.depth.load(); ++k)
+                if (previous != nullptr && cuctx::detail::t_record.entries[k].load() == previous)
                     ++staleEntries;
             previous = cuctx::detail::ContextAccess::state(*current);
             {

@@ -100,7 +100,9 @@ TEST_CASE("the report names each thread's contexts and depth, and a deferred des
         cuctx::ContextStack::adopt(home);
         {
             cuctx::ContextGuard g(other);
-            cuctx::ContextGuard again(other); // elided: counts as an entry too
+            cuctx::ContextGuard back(home);    // a second entry of home
+            cuctx::ContextGuard again(other);  // and of other
+            cuctx::ContextGuard elided(other); // already on top: no entry of its own
             entered.count_down();
             done.wait();
         }
@@ -114,8 +116,10 @@ TEST_CASE("the report names each thread's contexts and depth, and a deferred des
     CHECK(r.devices.size() == static_cast<std::size_t>(cuctx::Device::count()));
     const cuctx::ThreadSnapshot* t = findThread(r, workerTid);
     REQUIRE(t != nullptr);
-    CHECK(t->depth == 3);
+    CHECK(t->depth == 4);
     REQUIRE(t->uses.size() == 2);
+    CHECK(t->uses[0].entries == 2);
+    CHECK(t->uses[1].entries == 2);
     const cuctx::ContextSnapshot* o = findContext(r, otherId);
     REQUIRE(o != nullptr);
     CHECK(o->handles == 1);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
-// works on it. Copies of the header's logic with parts left out (listed below) are compared with the
-// raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process (bench::compareLoops:
-// the median over 301 pairs of short runs, each at another stack placement); then it prints the low
-// address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of
-// its stack over 4 KiB instead.
+// works on it, alternating between two contexts. Copies of the header's logic with parts left out (listed below) are
+// compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process
+// (bench::compareLoops: the median over 301 pairs of short runs, each at another stack placement); then it prints the
+// low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
+// over 4 KiB instead.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -27,70 +27,71 @@ namespace d = cuctx::detail;
 
 namespace {
 
-// Variants, each a copy of the header's switching path with parts left out (fallbacks are traps):
-//   V1  the copy itself, nothing left out
-//   V2  without the frame link (no `below`, record.frame left alone, no on-top check at exit)
-//   V3  the use count alone around the driver's calls: the floor of counting
-template <int V>
+// Variants, each a copy of the header's switching path with some parts (bits) kept; fallbacks are
+// traps. All of them take the context through a Context, as the real guard does.
+constexpr unsigned kElide = 1;     // the elided check: the record's top against the context
+constexpr unsigned kLimit = 2;     // the limit and the empty-handle test
+constexpr unsigned kFlagsIn = 4;   // the leave flags on entry (green and orphaned contexts go out of line)
+constexpr unsigned kRecord = 8;    // the entry and the depth written, checked at exit, the depth restored
+constexpr unsigned kPopCheck = 16; // what the driver popped, against the context
+constexpr unsigned kFlagsOut = 32; // the leave flags at exit
+constexpr unsigned kAll = 63;
+
+template <unsigned F>
 struct G {
-    d::Frame f;
-    [[gnu::always_inline]] explicit G(d::ContextState* state)
+    d::ContextState* state;
+    d::RecordEntry* entry;
+    [[gnu::always_inline]] explicit G(const Context& c) : state(detail::ContextAccess::state(c))
     {
-        f.state = state;
         d::ThreadRecord& record = d::t_record;
-        d::Slot& slot = record.slots[state->slotIndex];
-        if constexpr (V == 3) {
-            f.uses = &slot.uses;
-            d::countUse(*f.uses);
-            if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
+        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        if constexpr ((F & kElide) != 0)
+            if (record.entries[depth].load(std::memory_order_relaxed) == state) [[unlikely]]
                 __builtin_trap();
-            return;
+        const std::uint32_t mine = depth + 1;
+        if constexpr ((F & kLimit) != 0)
+            if (mine >= record.limit || state == nullptr) [[unlikely]]
+                __builtin_trap();
+        if constexpr ((F & kFlagsIn) != 0)
+            if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+                __builtin_trap();
+        entry = &record.entries[mine];
+        if constexpr ((F & kRecord) != 0) {
+            entry->store(state, std::memory_order_relaxed);
+            record.depth.store(mine, std::memory_order_release);
         }
-        d::Frame* const below = record.frame;
-        if (below->state == state) [[unlikely]]
+        if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
             __builtin_trap();
-        if (slot.state.load(std::memory_order_relaxed) == state) [[likely]] {
-            f.uses = &slot.uses;
-            d::countUse(*f.uses);
-            f.kind = d::FrameKind::guard;
-            if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
-                __builtin_trap();
-            if (V != 2) {
-                f.below = below;
-                record.frame = &f;
-            }
-            return;
-        }
-        __builtin_trap();
     }
     [[gnu::always_inline]] ~G()
     {
         d::ThreadRecord& record = d::t_record;
-        constexpr bool linked = V == 1;
-        if (V != 3 && f.kind != d::FrameKind::guard) [[unlikely]]
+        std::uint32_t depth = 0;
+        if constexpr ((F & kRecord) != 0) {
+            depth = record.depth.load(std::memory_order_relaxed);
+            if (&record.entries[depth] != entry) [[unlikely]]
+                __builtin_trap();
+        }
+        CUcontext popped;
+        const CUresult r = d::g_pop.load(std::memory_order_relaxed)(&popped);
+        if (r != CUDA_SUCCESS || ((F & kPopCheck) != 0 && popped != state->handle)) [[unlikely]]
             __builtin_trap();
-        if (linked && record.frame != &f) [[unlikely]]
-            __builtin_trap();
-        CUcontext popped = nullptr;
-        if (d::g_pop.load(std::memory_order_relaxed)(&popped) != CUDA_SUCCESS || popped != f.state->handle) [[unlikely]]
-            __builtin_trap();
-        if (linked)
-            record.frame = f.below;
-        const std::uint32_t after = f.uses->load(std::memory_order_relaxed) - 1;
-        f.uses->store(after, std::memory_order_release);
-        if (after == 0) {
+        if constexpr ((F & kRecord) != 0)
+            record.depth.store(depth - 1, std::memory_order_relaxed);
+        if constexpr ((F & kFlagsOut) != 0) {
             std::atomic_signal_fence(std::memory_order_seq_cst);
-            if (f.state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                 __builtin_trap();
         }
     }
 };
 
-template <int V>
-[[gnu::noinline]] void copyLoop(d::ContextState* state, long n)
+// The guards cycle through `contexts` (a power of two of them), as a program switching between them does.
+template <unsigned F>
+[[gnu::noinline]] void copyLoop(const Context* const* contexts, std::size_t mask, long n)
 {
     for (long i = 0; i < n; ++i) {
-        G<V> g(state);
+        G<F> g(*contexts[static_cast<std::size_t>(i) & mask]);
     }
 }
 
@@ -98,21 +99,21 @@ template <int V>
 // processes whose figures differ.
 const void* g_guardAddress = nullptr;
 
-[[gnu::noinline]] void guardLoop(const Context& c, long n)
+[[gnu::noinline]] void guardLoop(const Context* const* contexts, std::size_t mask, long n)
 {
     for (long i = 0; i < n; ++i) {
-        ContextGuard g(c);
+        ContextGuard g(*contexts[static_cast<std::size_t>(i) & mask]);
         if (i == 0)
             g_guardAddress = &g;
     }
 }
 
-[[gnu::noinline]] void rawLoop(CUcontext h, long n)
+[[gnu::noinline]] void rawLoop(const CUcontext* handles, std::size_t mask, long n)
 {
     const auto& api = d::api();
     CUcontext p = nullptr;
     for (long i = 0; i < n; ++i) {
-        api.cuCtxPushCurrent(h);
+        api.cuCtxPushCurrent(handles[static_cast<std::size_t>(i) & mask]);
         api.cuCtxPopCurrent(&p);
     }
 }
@@ -124,11 +125,11 @@ unsigned lowBits(const void* p)
 
 // --sweep: the real guard at every 16-byte step of a 4 KiB range of stack addresses, each beside the
 // raw pair (median of 11 pairs): whether the guard's cost depends on where its object lies.
-void sweep(const Context& other)
+void sweep(const Context* const* contexts, const CUcontext* handles)
 {
     const long n = 20000;
-    const std::function<void(long)> raw = [&](long k) { rawLoop(other.native(), k); };
-    const std::function<void(long)> guard = [&](long k) { guardLoop(other, k); };
+    const std::function<void(long)> raw = [&](long k) { rawLoop(handles, 1, k); };
+    const std::function<void(long)> guard = [&](long k) { guardLoop(contexts, 1, k); };
     std::printf("guard address bits 0-11, ratio to the raw pair\n");
     for (std::size_t pad = 0; pad < 4096; pad += 16) {
         std::vector<double> ratios;
@@ -149,34 +150,48 @@ int main(int argc, char** argv)
         return 77;
     const bench::PinToCurrentCpu pin;
     Context home = Context::create(Device::get(0));
-    Context other = Context::create(Device::get(0));
-    ContextBinding b(home);
+    std::vector<Context> made;
+    for (int i = 0; i < 8; ++i)
+        made.push_back(Context::create(Device::get(0)));
+    ContextBinding binding(home);
     {
-        ContextGuard warm(other);
+        ContextGuard warm(made[0]); // registers this thread
+    }
+    std::vector<const Context*> contexts;
+    std::vector<CUcontext> handles;
+    for (const Context& c : made) {
+        contexts.push_back(&c);
+        handles.push_back(c.native());
     }
     if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
-        sweep(other);
+        sweep(contexts.data(), handles.data());
         return 0;
     }
-    d::ContextState* const state = detail::ContextAccess::state(other);
-    const std::pair<const char*, std::function<void(long)>> variants[] = {
-        {"guard", [&](long n) { guardLoop(other, n); }},
-        {"copy", [&](long n) { copyLoop<1>(state, n); }},
-        {"-frame link", [&](long n) { copyLoop<2>(state, n); }},
-        {"count only", [&](long n) { copyLoop<3>(state, n); }},
-    };
-    const std::function<void(long)> raw = [&](long n) { rawLoop(other.native(), n); };
-    double bestRaw = 1e9;
-    std::string line;
-    for (const auto& [name, loop] : variants) {
-        const bench::Comparison c = bench::compareLoops(50000, 301, raw, loop);
-        bestRaw = std::min(bestRaw, c.first);
-        char cell[64];
-        std::snprintf(cell, sizeof cell, " | %s %.3fx", name, c.ratio);
-        line += cell;
+    for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
+        const std::size_t mask = count - 1;
+        const std::pair<const char*, std::function<void(long)>> variants[] = {
+            {"guard", [&](long n) { guardLoop(contexts.data(), mask, n); }},
+            {"copy", [&](long n) { copyLoop<kAll>(contexts.data(), mask, n); }},
+            {"-elide", [&](long n) { copyLoop<kAll & ~kElide>(contexts.data(), mask, n); }},
+            {"-limit", [&](long n) { copyLoop<kAll & ~kLimit>(contexts.data(), mask, n); }},
+            {"-flags in", [&](long n) { copyLoop<kAll & ~kFlagsIn>(contexts.data(), mask, n); }},
+            {"-record", [&](long n) { copyLoop<kAll & ~kRecord>(contexts.data(), mask, n); }},
+            {"-pop check", [&](long n) { copyLoop<kAll & ~kPopCheck>(contexts.data(), mask, n); }},
+            {"-flags out", [&](long n) { copyLoop<kAll & ~kFlagsOut>(contexts.data(), mask, n); }},
+            {"calls only", [&](long n) { copyLoop<0>(contexts.data(), mask, n); }},
+        };
+        const std::function<void(long)> raw = [&](long n) { rawLoop(handles.data(), mask, n); };
+        double bestRaw = 1e9;
+        std::string line;
+        for (const auto& [name, loop] : variants) {
+            const bench::Comparison c = bench::compareLoops(50000, 201, raw, loop);
+            bestRaw = std::min(bestRaw, c.first);
+            char cell[64];
+            std::snprintf(cell, sizeof cell, " | %s %.3fx", name, c.ratio);
+            line += cell;
+        }
+        std::printf("%zu contexts in turn: raw %.2f ns (best)%s\n", count, bestRaw, line.c_str());
     }
-    std::printf("raw %.2f ns (best)%s\n", bestRaw, line.c_str());
-    std::printf("address bits 0-11: guard 0x%03x, thread record 0x%03x, use count 0x%03x, context state 0x%03x\n",
-                lowBits(g_guardAddress), lowBits(&d::t_record), lowBits(&d::t_record.slots[state->slotIndex].uses),
-                lowBits(state));
+    std::printf("address bits 0-11: guard 0x%03x, thread record 0x%03x\n", lowBits(g_guardAddress),
+                lowBits(&d::t_record));
 }

@@ -2,8 +2,8 @@
 #pragma once
 
 // Internal, not an API: the shared state behind every cuctx::Context handle. Its definition is
-// here, not beside its source, because ContextGuard's inline code reads the handle, the kind and
-// the orphaned flag straight from it (so a guard's frame need not copy them). The rules that govern
+// here, not beside its source, because ContextGuard's inline code reads the handle and the leave
+// flags straight from it. The rules that govern
 // it are in src/context/context_state.hpp.
 
 #include "cuctx/error.hpp"
@@ -29,14 +29,12 @@ struct ContextState {
     int ordinal = -1;
     std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
     ContextKind kind = ContextKind::created;
-    // Which slot of a thread's slot table counts its uses (cuctx/detail/thread_record.hpp), chosen when
-    // cuctx registers it. Beside the handle: a switching guard reads both.
-    std::uint8_t slotIndex = 0;
     CUgreenCtx green = nullptr; // for kind == green
 
-    // What a thread's last use of the context must do beyond counting, in one byte so that a
-    // switching guard's exit reads it once: kOrphaned (no handle left: the last use may destroy it),
-    // kGreen (a green context: the last use releases its owner). Kept off the line below.
+    // What entering and leaving the context must do beyond the thread's record, in one byte on the
+    // handle's line, so that a switching guard reads it with the handle: kOrphaned (no handle left:
+    // the last use may destroy it), kGreen (a green context: entering claims it for the thread, the
+    // thread's last entry releases it). Either sends the guard out of line. Kept off the line below.
     static constexpr std::uint8_t kOrphaned = 1;
     static constexpr std::uint8_t kGreen = 2;
     std::atomic<std::uint8_t> leaveFlags{0};

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+#include "context/entries.hpp"
+
+#include "check/check.hpp"
+#include "context/context_access.hpp"
+#include "driver/driver_state.hpp"
+#include "log/log.hpp"
+
+#include <cstdio>
+
+namespace cuctx::detail {
+namespace {
+
+Error mismatchError(std::string who, std::string detail, std::string hint, const ContextState& state,
+                    SourceLocation where = SourceLocation::current())
+{
+    ErrorInfo info;
+    info.condition = Errc::stack_mismatch;
+    info.call = std::move(who);
+    info.object = describeContext(state);
+    info.detail = std::move(detail);
+    info.hint = std::move(hint);
+    return Error(std::move(info), where);
+}
+
+constexpr std::uint32_t bit(std::uint32_t k) noexcept
+{
+    return 1U << k;
+}
+
+} // namespace
+
+const char* kindName(StackEntryKind kind) noexcept
+{
+    switch (kind) {
+    case StackEntryKind::guard: return "guard";
+    case StackEntryKind::push: return "push";
+    case StackEntryKind::adopted: return "adopted";
+    }
+    return "?";
+}
+
+std::string describeHandle(CUcontext handle)
+{
+    if (handle == nullptr)
+        return "no context";
+    if (auto known = describeLiveContext(handle))
+        return *known;
+    char text[64];
+    unsigned long long id = 0;
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d != nullptr && d->cuCtxGetId != nullptr && d->cuCtxGetId(handle, &id) == CUDA_SUCCESS)
+        std::snprintf(text, sizeof text, "context %llu (handle %p, not cuctx's)", id, static_cast<void*>(handle));
+    else
+        std::snprintf(text, sizeof text, "context handle %p (not cuctx's)", static_cast<void*>(handle));
+    return text;
+}
+
+std::vector<std::pair<ContextState*, StackEntryKind>> entriesBottomUp(const ThreadState& ts)
+{
+    std::vector<std::pair<ContextState*, StackEntryKind>> entries;
+    const std::uint32_t depth = recordDepth();
+    for (std::uint32_t k = 1; k <= depth; ++k)
+        entries.emplace_back(entryAt(k), ts.kindOf(k));
+    return entries;
+}
+
+RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind, const char* who)
+{
+    (void)api(who); // in a forked child: says so, before anything changes
+    const std::uint32_t depth = recordDepth();
+    if (depth + 1 >= kRecordEntries)
+        throwError(Errc::invalid_state, who,
+                   "this thread has " + std::to_string(depth) + " contexts entered through cuctx already, the most " +
+                       "it keeps at once on one thread",
+                   "End guards, pops or releases before entering more; a loop that pushes without popping, or "
+                   "guards nested without end, is the likely cause",
+                   subjectOf(*state));
+    // What lies below cuctx's entries: read again on every entry from an empty record, since code
+    // outside cuctx (cuCtxSetCurrent, cudaSetDevice) may have changed it since cuctx last looked. A
+    // failed pop repairs the stack down to exactly this (finishFailedPop).
+    if (depth == 0)
+        learnBase(ts);
+    if (state->isGreen())
+        (void)ts.claimGreen(state); // released by the thread's last entry of it, or below on failure
+    ThreadRecord& record = t_record;
+    const std::uint32_t mine = depth + 1;
+    record.entries[mine].store(state, std::memory_order_relaxed);
+    setRecordDepth(mine);
+    const CUresult r = api().cuCtxPushCurrent(state->handle);
+    if (r != CUDA_SUCCESS) [[unlikely]] {
+        setRecordDepth(depth);
+        if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
+            leftFlaggedContext(state);
+        throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), SourceLocation::current());
+    }
+    if (kind != StackEntryKind::guard) {
+        ts.owned.fetch_or(bit(mine), std::memory_order_relaxed);
+        ts.adopted = kind == StackEntryKind::adopted;
+        state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
+    }
+    if (logEnabled(LogLevel::trace)) [[unlikely]]
+        logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(kind), mine);
+    return &record.entries[mine];
+}
+
+namespace {
+
+// Ends this thread's top entry `k`, of `state`, in the record (the driver has popped it): returns the
+// handle it kept.
+Context endTop(ThreadState& ts, std::uint32_t k, ContextState* state) noexcept
+{
+    const bool owns = (ts.owned.load(std::memory_order_relaxed) & bit(k)) != 0;
+    if (owns) {
+        ts.owned.fetch_and(~bit(k), std::memory_order_relaxed);
+        if (k == 1)
+            ts.adopted = false;
+    }
+    setRecordDepth(k - 1);
+    lightFence(); // pairs with the heavy fence of a thread dropping the last handle
+    if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
+        leftFlaggedContext(state);
+    return owns ? ContextAccess::fromCountedState(state) : Context{};
+}
+
+// Entry `k` of `owner`'s record, of `state`, stays on that thread's driver stack as a push: it keeps a
+// handle, and that thread may pop it, or it is released when the thread exits.
+void keepAsPush(ThreadState& owner, std::uint32_t k, ContextState* state) noexcept
+{
+    if ((owner.owned.fetch_or(bit(k), std::memory_order_relaxed) & bit(k)) == 0)
+        state->handles.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A guard ended on a thread other than the one that made it (ContextGuard is thread-bound). Its
+// context stays pushed on the driver's stack of the thread that made it, which this thread cannot
+// touch; its entry there becomes a push, as if that thread had called ContextStack::push. This
+// thread's stack and record are left alone. (Safe while the thread that made the guard is not itself
+// entering or leaving contexts at that moment, which a program that hands a guard over has to ensure
+// anyway.)
+Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
+{
+    long ownerTid = 0;
+    {
+        std::lock_guard lock(registryMutex());
+        for (ThreadState* owner : registeredThreads()) {
+            RecordEntry* first = &owner->record->entries[1];
+            RecordEntry* end = &owner->record->entries[kRecordEntries];
+            if (owner != &ts && entry >= first && entry < end) {
+                ownerTid = owner->tid;
+                keepAsPush(*owner, static_cast<std::uint32_t>(entry - owner->record->entries), state);
+                break;
+            }
+        }
+    }
+    try {
+        std::string detail = "a ContextGuard is thread-bound, but this one was made on thread " +
+                             (ownerTid != 0 ? std::to_string(ownerTid) : std::string("(one that has exited)")) +
+                             " and destroyed on thread " + std::to_string(ts.tid);
+        detail += ownerTid != 0 ? "; its context stays pushed on the stack of the thread that made it, recorded there "
+                                  "as a ContextStack::push (pop it there, or it is released when that thread "
+                                  "exits); this thread's stack is untouched"
+                                : "; neither thread's stack was touched";
+        ErrorInfo info;
+        info.condition = Errc::invalid_state;
+        info.call = who;
+        info.object = describeContext(*state);
+        info.detail = std::move(detail);
+        info.hint = "Destroy a ContextGuard on the thread that made it, in scope order";
+        recordSticky(*state, Error(std::move(info)));
+    } catch (...) {
+        logError("{}: a ContextGuard was destroyed on another thread than the one that made it", who);
+    }
+    return {};
+}
+
+} // namespace
+
+Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
+{
+    ThreadRecord& record = t_record;
+    if (entry < &record.entries[1] || entry >= &record.entries[kRecordEntries]) [[unlikely]]
+        return endForeignEntry(ts, entry, state, who);
+    const auto k = static_cast<std::uint32_t>(entry - record.entries);
+    const std::uint32_t depth = recordDepth();
+    if (k != depth) [[unlikely]] {
+        if (k > depth) {
+            logError("{}: {} ended above the top of this thread's stack (depth {}, its entry {}); nothing to undo", who,
+                     describeContext(*state), depth, k);
+            return {};
+        }
+        // Something entered later is still above this entry: leave the driver's stack alone.
+        keepAsPush(ts, k, state);
+        try {
+            const ContextState& top = *entryAt(depth);
+            recordSticky(*state,
+                         mismatchError(who,
+                                       "it ends while " + describeContext(top) + " (a " + kindName(ts.kindOf(depth)) +
+                                           " made after it) is still on top of this thread's stack; its own context "
+                                           "stays on the driver's stack below that, recorded as a ContextStack::push "
+                                           "(pop it once what is above it ends, or it is released when the thread "
+                                           "exits)",
+                                       "End what you push or adopt inside a guard's scope before the scope ends",
+                                       *state));
+        } catch (...) {
+            logError("{}: a guard ended before what was entered after it", who);
+        }
+        return {};
+    }
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d == nullptr) [[unlikely]] {
+        // A child forked after initialisation, unwinding an entry its parent made: the driver refuses
+        // every call here, so only cuctx's record is undone (and guards keep taking the slow path,
+        // which reports the fork).
+        return endTop(ts, k, state);
+    }
+    CUcontext popped = nullptr;
+    const CUresult r = d->cuCtxPopCurrent(&popped);
+    if (r != CUDA_SUCCESS || popped != state->handle) [[unlikely]]
+        return finishFailedPop(ts, k, r, popped, who);
+    if (logEnabled(LogLevel::trace)) [[unlikely]]
+        logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*state), kindName(ts.kindOf(k)), k - 1);
+    return endTop(ts, k, state);
+}
+
+namespace {
+
+// Pushes again what cuctx knows lay below entry `k` (the base, then entries 1 to k - 1), after code
+// inside the entry's scope popped them; false if a push fails.
+bool repushBelow(const DriverApi& d, const ThreadState& ts, std::uint32_t k) noexcept
+{
+    if (ts.base != nullptr && d.cuCtxPushCurrent(ts.base) != CUDA_SUCCESS)
+        return false;
+    for (std::uint32_t i = 1; i < k; ++i)
+        if (d.cuCtxPushCurrent(entryAt(i)->handle) != CUDA_SUCCESS)
+            return false;
+    return true;
+}
+
+} // namespace
+
+Context finishFailedPop(ThreadState& ts, std::uint32_t k, CUresult r, CUcontext popped, const char* who) noexcept
+{
+    ContextState* const state = entryAt(k);
+    if (r != CUDA_SUCCESS && t_threadExiting) {
+        // A thread-local (a ContextBinding) ends after the driver's per-thread stack did: nothing left
+        // to pop, and nothing anyone did wrong.
+        logDebug("{}: thread {} exits after the driver forgot its stack; nothing to pop", who, ts.tid);
+        return endTop(ts, k, state);
+    }
+    const CUcontext mine = state->handle;
+    const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
+    // What was below the entry when it was made: the entry below it, else the base (read when the
+    // first entry was made on an empty record).
+    const CUcontext expected = k > 1 ? entryAt(k - 1)->handle : ts.base;
+    try {
+        std::string detail;
+        std::string repair;
+        CUcontext now = nullptr;
+        if (r != CUDA_SUCCESS) {
+            detail = std::string("cuCtxPopCurrent failed with ") + std::string(resultName(r)) +
+                     ": code inside the scope popped the context it pushed";
+        } else {
+            detail = "the driver popped " + describeHandle(popped) + " instead of the context it pushed";
+            (void)d.cuCtxGetCurrent(&now);
+            if (now == expected && mine == expected) {
+                repair = "; (had the code pushed " + describeHandle(popped) +
+                         " rather than replacing the top, a second entry of " + describeHandle(mine) +
+                         " is left above the first: a guard that enters the context below it cannot tell the two "
+                         "apart)";
+            } else if (now == mine && mine != expected) {
+                // Code inside pushed another context and left it: the guard's own entry is still on top.
+                CUcontext again = nullptr;
+                if (d.cuCtxPopCurrent(&again) == CUDA_SUCCESS)
+                    repair = "; code inside left a push of its own: popped the guard's context too";
+            } else if (now != expected && popped == expected && expected != nullptr) {
+                // Code inside popped the guard's entry, so the pop took the caller's: put it back.
+                if (d.cuCtxPushCurrent(expected) == CUDA_SUCCESS)
+                    repair = "; code inside popped the context the guard pushed, so its pop took the caller's "
+                             "entry: pushed that back";
+            }
+        }
+        // Whatever else code inside left above the caller's entries: pop it, and if that empties the
+        // stack, push back what cuctx knows was below. Only above an entry of cuctx's own, which
+        // cuctx knows is there: a base read earlier may have been changed since by code outside.
+        (void)d.cuCtxGetCurrent(&now);
+        int extra = 0;
+        for (; k > 1 && now != expected && now != nullptr && extra < 64; ++extra) {
+            CUcontext dropped = nullptr;
+            if (d.cuCtxPopCurrent(&dropped) != CUDA_SUCCESS || d.cuCtxGetCurrent(&now) != CUDA_SUCCESS)
+                break;
+        }
+        if (extra > 0)
+            repair += "; popped " + std::to_string(extra) + " more entr" + (extra == 1 ? "y" : "ies") +
+                      " that code inside left above the caller's";
+        if (now == nullptr && expected != nullptr)
+            repair += repushBelow(d, ts, k)
+                          ? "; pushed back what cuctx knew lay below (" + std::to_string(k - 1 + (ts.base ? 1 : 0)) +
+                                " entries, top " + describeHandle(expected) + ")"
+                          : "; pushing back what lay below failed";
+        (void)d.cuCtxGetCurrent(&now);
+        if (now == expected)
+            detail += repair + "; the stack below it is as it was (current: " + describeHandle(now) + ")";
+        else
+            detail += repair + "; cuctx could not restore the stack: the driver's current context is now " +
+                      describeHandle(now) + ", where it was " + describeHandle(expected) + " before the scope";
+        recordSticky(*state, mismatchError(who, detail,
+                                           "Code inside the scope changed the current context "
+                                           "(cuCtxSetCurrent, cudaSetDevice, an unbalanced cuCtxPushCurrent "
+                                           "or cuCtxPopCurrent) without restoring it",
+                                           *state));
+    } catch (...) {
+        logError("{}: the context stack changed behind cuctx's back (and describing it failed)", who);
+    }
+    return endTop(ts, k, state);
+}
+
+std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actualOut)
+{
+    CUcontext actual = nullptr;
+    check(api().cuCtxGetCurrent(&actual), "cuCtxGetCurrent");
+    if (recordDepth() == 0) {
+        // cuctx has no entry here: what is current is the base, whoever set it (no drift, and the
+        // next repair starts from the truth).
+        ts.base = actual;
+        ts.baseKnown = true;
+    }
+    if (actualOut != nullptr)
+        *actualOut = actual;
+    if (actual == ts.current())
+        return std::nullopt;
+    std::string text = "the driver's current context is " + describeHandle(actual) + ", but cuctx recorded " +
+                       describeHandle(ts.current()) + " (cuctx's entries, bottom first: ";
+    const auto entries = entriesBottomUp(ts);
+    if (entries.empty())
+        text += "none";
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        text += (i ? ", " : "") + describeContext(*entries[i].first) + " [" + kindName(entries[i].second) + "]";
+    text += ")";
+    return text;
+}
+
+void verifyStack(ThreadState& ts, const char* who)
+{
+    (void)api(who); // in a forked child: says so, naming the call
+    if (auto drift = describeDrift(ts))
+        throwError(Errc::stack_mismatch, who, *drift,
+                   "Other code (cuCtxSetCurrent, cudaSetDevice, an unbalanced push) changed this thread's "
+                   "current context; restore it, or call ContextStack::resync() when cuctx has no entries");
+}
+
+} // namespace cuctx::detail
