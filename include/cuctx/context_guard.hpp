@@ -76,7 +76,7 @@ public:
             entry_ = &entry;
             const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
             if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]]
-                entry_ = pushFailed(context, r);
+                entry_ = pushFailed(state, r);
             return;
         }
         entry_ = enter(context, false);
@@ -124,7 +124,8 @@ private:
     // cost the inline paths nothing (no registers kept for them, no code in the way: measured, 0.5-1
     // ns of a switching guard). Each returns the guard's entry (nullptr: elided) or throws.
     static detail::RecordEntry* enter(const Context& context, bool verify);
-    [[gnu::cold]] static detail::RecordEntry* pushFailed(const Context& context, CUresult result);
+    // Takes the state, not the Context: nothing but the state is kept across the push for it.
+    [[gnu::cold]] static detail::RecordEntry* pushFailed(detail::ContextState* state, CUresult result);
     // A diverted pop, or a mismatch.
     [[gnu::cold]] static void popFailed(detail::ContextState* state, detail::RecordEntry* entry, CUresult result,
                                         CUcontext popped) noexcept;

@@ -14,15 +14,12 @@ using detail::ContextState;
 using detail::RecordEntry;
 using detail::ThreadState;
 
-RecordEntry* ContextGuard::enter(const Context& context, bool verify)
+namespace {
+
+// The out-of-line entry of a non-empty handle's context.
+RecordEntry* enterState(ContextState* state, bool verify)
 {
-    // The header's inline paths did not apply: this context is not on top and the inline push may
-    // not be used (the guard verifies, the handle is empty, the context is green or orphaned, the
-    // thread is new to cuctx, its record is full, or this is a forked child).
-    ContextState* state = detail::ContextAccess::state(context);
-    if (state == nullptr)
-        (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
-    (void)detail::api("cuctx::ContextGuard");                       // throws in a forked child
+    (void)detail::api("cuctx::ContextGuard"); // throws in a forked child
     ThreadState& ts = detail::threadState();
     if (verify)
         detail::verifyStack(ts, "cuctx::ContextGuard");
@@ -33,15 +30,27 @@ RecordEntry* ContextGuard::enter(const Context& context, bool verify)
     return detail::pushEntry(ts, state, detail::StackEntryKind::guard, "cuctx::ContextGuard");
 }
 
-RecordEntry* ContextGuard::pushFailed(const Context& context, CUresult result)
+} // namespace
+
+RecordEntry* ContextGuard::enter(const Context& context, bool verify)
+{
+    // The header's inline paths did not apply: this context is not on top and the inline push may
+    // not be used (the guard verifies, the handle is empty, the context is green or orphaned, the
+    // thread is new to cuctx, its record is full, or this is a forked child).
+    ContextState* state = detail::ContextAccess::state(context);
+    if (state == nullptr)
+        (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle
+    return enterState(state, verify);
+}
+
+RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
     // The inline path made its entry first: take it back.
     detail::ThreadRecord& record = detail::t_record;
     const std::uint32_t depth = record.depth.load(std::memory_order_relaxed) - 1;
     record.depth.store(depth, std::memory_order_relaxed);
     if (result == detail::kDiverted)
-        return enter(context, false); // the inline path may not call the driver now: the slow one knows why
-    ContextState* state = detail::ContextAccess::state(context);
+        return enterState(state, false); // the inline path may not call the driver now: the slow one knows why
     detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());
 }
 
