@@ -96,7 +96,8 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
     }
     if (kind != StackEntryKind::guard) {
         ts.owned.fetch_or(bit(mine), std::memory_order_relaxed);
-        ts.adopted = kind == StackEntryKind::adopted;
+        if (mine == 1) // an adoption is always entry 1; a push above it must not end it
+            ts.adopted = kind == StackEntryKind::adopted;
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]

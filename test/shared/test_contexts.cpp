@@ -724,3 +724,21 @@ TEST_CASE("the registry sees a thread's use through every kind of guard entry", 
     }
     CHECK(a.threadsUsing().empty());
 }
+
+TEST_CASE("a push above the adoption leaves it adopted: pop, then release", "[adopt][stack]")
+{
+    cuctx::test::drainRawStack();
+    Context home = Context::create(Device::get(0));
+    Context other = Context::create(Device::get(0));
+    ContextStack::adopt(home);
+    ContextStack::push(other); // once cleared the adoption: release() then said none was adopted
+    CHECK(ContextStack::adopted() == home);
+    CHECK(ContextStack::snapshot()[0].kind == "adopted");
+    CHECK(errcOf([] { ContextStack::release(); }) == Errc::invalid_state); // the push is on top
+    CHECK(ContextStack::pop() == other);
+    CHECK(ContextStack::adopted() == home);
+    CHECK(errcOf([] { (void)ContextStack::pop(); }) == Errc::invalid_state); // the adoption is not pop()'s
+    ContextStack::release();
+    CHECK(ContextStack::depth() == 0);
+    CHECK(rawCurrent() == nullptr);
+}
