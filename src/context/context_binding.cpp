@@ -10,7 +10,8 @@ namespace cuctx {
 // NOLINTNEXTLINE(modernize-pass-by-value): the public signature stays; a copy is one atomic increment
 ContextBinding::ContextBinding(const Context& context) : context_(context)
 {
-    if (ContextStack::adopted() == context_)
+    // An empty handle equals adopted() on a thread with no adoption: adopt() must refuse it.
+    if (context_ && ContextStack::adopted() == context_)
         return; // an enclosing binding or adoption of the same context: nothing to do, nothing to undo
     ContextStack::adopt(context_);
     adoptedHere_ = true;

@@ -742,3 +742,11 @@ TEST_CASE("a push above the adoption leaves it adopted: pop, then release", "[ad
     CHECK(ContextStack::depth() == 0);
     CHECK(rawCurrent() == nullptr);
 }
+
+TEST_CASE("a ContextBinding on an empty handle is refused like adopt()", "[adopt]")
+{
+    cuctx::test::drainRawStack();
+    CHECK(errcOf([] { cuctx::ContextBinding binding{Context()}; }) == Errc::invalid_argument);
+    CHECK(ContextStack::depth() == 0);
+    CHECK_FALSE(ContextStack::adopted());
+}
