@@ -44,9 +44,10 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// not entering or leaving contexts at that moment: neither thread's driver stack is touched, the
 /// context stays pushed on the making thread, recorded there as a ContextStack::push (pop it there,
 /// or it is released when that thread exits), and Errc::stack_mismatch (out of order) or
-/// Errc::invalid_state (another thread) naming the threads is recorded on the context. A guard that
-/// entered its context already current (elided, switched() false) has nothing to undo, wherever it
-/// ends.
+/// Errc::invalid_state (another thread) naming the threads is recorded on the context. A switching
+/// guard whose making thread exits first keeps its context in use (never destroyed) until the guard
+/// is destroyed, which then records Errc::invalid_state. A guard that entered its context already
+/// current (elided, switched() false) has nothing to undo, wherever it ends.
 class CUCTX_API ContextGuard {
 public:
     /// Makes `context` current on this thread: no driver call when it already is, otherwise one

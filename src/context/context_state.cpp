@@ -71,6 +71,9 @@ bool usedLocked(const ContextState* state) noexcept
     for (const ThreadState* ts : registeredThreads())
         if (ts->hasEntry(state))
             return true;
+    for (const AbandonedEntry& abandoned : abandonedEntries())
+        if (abandoned.state == state)
+            return true;
     return false;
 }
 

@@ -141,14 +141,26 @@ void keepAsPush(ThreadState& owner, std::uint32_t k, ContextState* state) noexce
 Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
 {
     long ownerTid = 0;
+    bool abandoned = false;
     {
         std::lock_guard lock(registryMutex());
+        // A guard whose thread has exited first: a thread started since may have reused that thread's
+        // storage, so its record may lie where the guard's entry did.
+        for (const AbandonedEntry& a : abandonedEntries())
+            if (a.entry == entry && a.state == state)
+                abandoned = true;
         for (ThreadState* owner : registeredThreads()) {
+            if (abandoned)
+                break;
             RecordEntry* first = &owner->record->entries[1];
             RecordEntry* end = &owner->record->entries[kRecordEntries];
             if (owner != &ts && entry >= first && entry < end) {
+                const auto k = static_cast<std::uint32_t>(entry - owner->record->entries);
+                if (k > owner->record->depth.load(std::memory_order_acquire) ||
+                    entry->load(std::memory_order_relaxed) != state)
+                    break; // not this guard's entry: another thread's at the same address
                 ownerTid = owner->tid;
-                keepAsPush(*owner, static_cast<std::uint32_t>(entry - owner->record->entries), state);
+                keepAsPush(*owner, k, state);
                 break;
             }
         }
@@ -170,6 +182,21 @@ Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state
         recordSticky(*state, Error(std::move(info)));
     } catch (...) {
         logError("{}: a ContextGuard was destroyed on another thread than the one that made it", who);
+    }
+    if (abandoned) {
+        // The guard's use of its context ends now: its last use, if its handles are gone.
+        {
+            std::lock_guard lock(registryMutex());
+            auto& entries = abandonedEntries();
+            for (auto it = entries.begin(); it != entries.end(); ++it)
+                if (it->entry == entry && it->state == state) {
+                    entries.erase(it);
+                    break;
+                }
+        }
+        lightFence(); // pairs with the heavy fence of the thread that drops the last handle
+        if (state->orphaned())
+            destroyIfUnused(state);
     }
     return {};
 }

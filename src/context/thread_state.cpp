@@ -56,6 +56,12 @@ std::vector<ThreadState*>& registeredThreads()
     return *threads;
 }
 
+std::vector<AbandonedEntry>& abandonedEntries()
+{
+    static auto* entries = new std::vector<AbandonedEntry>;
+    return *entries;
+}
+
 constinit ContextState g_placeholderContext{};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
@@ -116,9 +122,20 @@ ThreadState::ThreadState()
 ThreadState::~ThreadState()
 {
     {
+        // Guards' entries still here belong to guards that outlive the thread (its own thread-locals
+        // have ended): they keep their contexts in use until those guards are destroyed elsewhere.
+        // Moved in the same critical section, so that no thread destroying a context misses them.
         std::lock_guard lock(registryMutex());
         auto& threads = registeredThreads();
         threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
+        const std::uint32_t depth = recordDepth();
+        try {
+            for (std::uint32_t k = 1; k <= depth; ++k)
+                if (kindOf(k) == StackEntryKind::guard)
+                    abandonedEntries().push_back({&record->entries[k], entryAt(k)});
+        } catch (...) {
+            // Out of memory: such a guard's context may then be destroyed before the guard ends.
+        }
     }
     // Adoptions and pushes left at thread exit (and entries of guards that ended on another thread,
     // which became pushes): the driver forgets this thread's stack by itself; cuctx drops the handles

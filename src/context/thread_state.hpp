@@ -88,6 +88,16 @@ void learnBase(ThreadState& ts);
 std::mutex& registryMutex();
 std::vector<ThreadState*>& registeredThreads();
 
+/// A guard's entry whose thread exited while the guard lived (handed to another thread, which has
+/// not destroyed it yet): it keeps its context in use, as the entry did in the thread's record, until
+/// the guard is destroyed. Matched by the entry's address and context, since a thread started later
+/// may reuse the exited one's thread-local storage. Under the registry mutex.
+struct AbandonedEntry {
+    const RecordEntry* entry;
+    ContextState* state;
+};
+std::vector<AbandonedEntry>& abandonedEntries();
+
 } // namespace cuctx::detail
 
 namespace cuctx::detail {

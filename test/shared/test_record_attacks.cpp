@@ -327,6 +327,60 @@ TEST_CASE("an elided guard destroyed on another thread changes neither thread's 
     CHECK(a.threadsUsing().empty());
 }
 
+TEST_CASE("a guard that outlives its thread is destroyed safely on another thread", "[record]")
+{
+    const long before = live();
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    for (bool sameContext : {false, true}) {
+        DYNAMIC_SECTION("the next thread enters " << (sameContext ? "the same context" : "another context"))
+        {
+            std::unique_ptr<ContextGuard> orphan;
+            std::thread([&] { orphan = std::make_unique<ContextGuard>(a); }).join(); // its thread is gone
+            CHECK(a.threadsUsing().empty());
+            // A new thread likely reuses the dead one's TLS: its entry at depth 1 lies where the
+            // orphan's did.
+            Event entered, destroyed;
+            std::thread next([&] {
+                const Context& ctx = sameContext ? a : b;
+                {
+                    ContextGuard g(ctx);
+                    REQUIRE(g.switched());
+                    entered.set();
+                    destroyed.wait();
+                    CHECK(ContextStack::depth() == 1);
+                    CHECK(rawCurrent() == ctx.native());
+                    CHECK_FALSE(ContextStack::drift().has_value());
+                }
+                checkUnchanged(0, nullptr);
+                CHECK(ContextStack::snapshot().empty());
+                {
+                    ContextGuard again(ctx); // the record still works
+                    CHECK(again.switched());
+                }
+                checkUnchanged(0, nullptr);
+            });
+            entered.wait();
+            orphan.reset();
+            destroyed.set();
+            next.join();
+            checkUnchanged(0, nullptr);
+        }
+    }
+    a = Context();
+    b = Context();
+    CHECK(live() == before);
+    // Its context's last handle gone with its thread: the guard still has it in use until it ends.
+    std::unique_ptr<ContextGuard> orphan;
+    std::thread([&] {
+        Context c = Context::create(Device::get(0));
+        orphan = std::make_unique<ContextGuard>(c);
+    }).join();
+    CHECK(live() == before + 1);
+    orphan.reset();
+    CHECK(live() == before);
+}
+
 TEST_CASE("the last handle dropped under nested entries goes with the thread's last entry of it", "[record]")
 {
     const long before = live();
