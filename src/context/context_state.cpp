@@ -93,6 +93,28 @@ void forgetPrimaryLocked(const ContextState* state)
         primaries[state->ordinal] = nullptr;
 }
 
+// A destroyed context's state is kept, never freed: a thread leaving it (a guard's exit, a pop) lowers
+// its depth and only then reads the state's leave flags, so a thread that drops the last handle in
+// between finds the context unused and destroys it while that read is still to come. Freeing the
+// state there was a use after free (and a second destruction, had the memory been reused). What it
+// costs: one ContextState per destroyed context for the life of the process, with its recorded error
+// dropped; contexts take about 140 ms each to create (driver-facts.md).
+void retire(ContextState* state) noexcept
+{
+    {
+        std::lock_guard lock(state->stickyMutex);
+        state->sticky.reset();
+    }
+    static std::mutex mutex;
+    static auto* retired = new std::vector<ContextState*>; // reachable: no leak report
+    try {
+        std::lock_guard lock(mutex);
+        retired->push_back(state);
+    } catch (...) {
+        // Out of memory: the state stays allocated, unreachable.
+    }
+}
+
 void tryDestroy(ContextState* state) noexcept
 {
     // Logged after the lock is released: cuctx never calls a log sink while holding a lock of its own
@@ -132,7 +154,7 @@ void tryDestroy(ContextState* state) noexcept
         hook(*state); // the module cache unloads its modules while the context still exists
     destroyDriverObject(*state);
     detachJournal(*state);
-    delete state;
+    retire(state);
 }
 
 } // namespace
