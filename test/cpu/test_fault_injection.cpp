@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -202,4 +203,58 @@ TEST_CASE("every driver call of a workload fails once, in turn: clear errors, th
                   << " absorbed; entries the workload does not reach on this driver:" << uncovered);
     CHECK(injected > 100);
     CHECK(thrown > 0);
+}
+
+TEST_CASE("a failed push, inline or out of line, leaves the record, the driver and green ownership as they were",
+          "[faults][record]")
+{
+    using namespace cuctx;
+    const auto current = [] {
+        CUcontext c = nullptr;
+        REQUIRE(detail::api().cuCtxGetCurrent(&c) == CUDA_SUCCESS);
+        return c;
+    };
+    const Context a = Context::create(Device::get(0));
+    const Context b = Context::create(Device::get(0));
+    const Context green = Context::green(Device::get(0), 8);
+    bool busyElsewhere = true;
+    std::thread([&] {
+        {
+            ContextGuard warm(a);
+        } // registered: the next guard pushes inline
+        ContextGuard outer(b);
+        const auto failNextPush = [] { cuctx_fake_fail("cuCtxPushCurrent", CUDA_ERROR_OUT_OF_MEMORY, 1); };
+        const auto unchanged = [&] {
+            CHECK(ContextStack::depth() == 1);
+            CHECK(current() == b.native());
+            CHECK_FALSE(ContextStack::drift().has_value());
+            CHECK(a.threadsUsing().empty());
+            CHECK(green.threadsUsing().empty());
+        };
+        failNextPush();
+        CHECK_THROWS_AS(ContextGuard(a), Error); // inline
+        unchanged();
+        failNextPush();
+        CHECK_THROWS_AS(ContextGuard(a, verifyCurrent), Error); // out of line
+        unchanged();
+        failNextPush();
+        CHECK_THROWS_AS(ContextStack::push(a), Error);
+        unchanged();
+        failNextPush();
+        CHECK_THROWS_AS(ContextGuard(green), Error); // claims the green context first: must give it back
+        unchanged();
+        {
+            ContextGuard g(a); // the next push works
+            CHECK(current() == a.native());
+        }
+        unchanged();
+    }).join();
+    std::thread([&] {
+        try {
+            ContextGuard g(green);
+            busyElsewhere = false;
+        } catch (const Error&) {
+        }
+    }).join();
+    CHECK_FALSE(busyElsewhere);
 }
