@@ -3,6 +3,7 @@
 // fake driver on the CPU and against the real driver on the GPU.
 
 #include "driver_helpers.hpp"
+#include "thread_helpers.hpp"
 
 #include "context/asymmetric_fence.hpp"
 #include "context/context_access.hpp"
@@ -28,6 +29,8 @@ using cuctx::ContextGuard;
 using cuctx::ContextStack;
 using cuctx::Device;
 using cuctx::Errc;
+using cuctx::test::errcOf;
+using cuctx::test::Event;
 using cuctx::test::raw;
 using cuctx::test::rawCurrent;
 
@@ -36,41 +39,6 @@ namespace {
 long live()
 {
     return cuctx::detail::liveContexts();
-}
-
-// A one-shot event for handing control between two threads without sleeping.
-class Event {
-public:
-    void set()
-    {
-        {
-            std::lock_guard lock(m_);
-            set_ = true;
-        }
-        cv_.notify_all();
-    }
-    void wait()
-    {
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [this] { return set_; });
-    }
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    bool set_ = false;
-};
-
-template <typename F>
-Errc errcOf(F f)
-{
-    try {
-        f();
-    } catch (const cuctx::Error& e) {
-        return e.condition();
-    }
-    FAIL("no cuctx::Error was thrown");
-    return Errc::driver_error;
 }
 
 } // namespace

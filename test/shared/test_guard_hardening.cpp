@@ -4,6 +4,7 @@
 
 #include "driver_helpers.hpp"
 #include "process_helpers.hpp"
+#include "thread_helpers.hpp"
 
 #include "context/asymmetric_fence.hpp"
 #include "context/thread_state.hpp"
@@ -33,6 +34,8 @@ using cuctx::ContextGuard;
 using cuctx::ContextStack;
 using cuctx::Device;
 using cuctx::Errc;
+using cuctx::test::errcOf;
+using cuctx::test::onNewThread;
 using cuctx::test::raw;
 using cuctx::test::rawCurrent;
 
@@ -48,34 +51,6 @@ std::vector<CUcontext> drainAndRead()
         top.push_back(c);
     }
     return {top.rbegin(), top.rend()};
-}
-
-// Runs `f` on a new thread (a fresh stack and a fresh cuctx record), rethrowing what it throws.
-template <typename F>
-void onNewThread(F f)
-{
-    std::exception_ptr failure;
-    std::thread([&] {
-        try {
-            f();
-        } catch (...) {
-            failure = std::current_exception();
-        }
-    }).join();
-    if (failure)
-        std::rethrow_exception(failure);
-}
-
-template <typename F>
-Errc errcOf(F f)
-{
-    try {
-        f();
-    } catch (const cuctx::Error& e) {
-        return e.condition();
-    }
-    FAIL("no cuctx::Error was thrown");
-    return Errc::driver_error;
 }
 
 enum class Foreign { none, setCurrent, pushLeft, pop, popThenPush, setTwiceThenPush };

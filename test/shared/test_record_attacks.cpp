@@ -4,6 +4,7 @@
 
 #include "driver_helpers.hpp"
 #include "process_helpers.hpp"
+#include "thread_helpers.hpp"
 
 #include "cuctx/context.hpp"
 #include "cuctx/context_binding.hpp"
@@ -30,6 +31,9 @@ using cuctx::ContextGuard;
 using cuctx::ContextStack;
 using cuctx::Device;
 using cuctx::Errc;
+using cuctx::test::errcOf;
+using cuctx::test::Event;
+using cuctx::test::onNewThread;
 using cuctx::test::raw;
 using cuctx::test::rawCurrent;
 
@@ -38,55 +42,6 @@ namespace {
 long live()
 {
     return cuctx::liveObjects().contexts;
-}
-
-class Event {
-public:
-    void set()
-    {
-        {
-            std::lock_guard lock(m_);
-            set_ = true;
-        }
-        cv_.notify_all();
-    }
-    void wait()
-    {
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [this] { return set_; });
-    }
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    bool set_ = false;
-};
-
-template <typename F>
-Errc errcOf(F f)
-{
-    try {
-        f();
-    } catch (const cuctx::Error& e) {
-        return e.condition();
-    }
-    FAIL("no cuctx::Error was thrown");
-    return Errc::driver_error;
-}
-
-template <typename F>
-void onNewThread(F f)
-{
-    std::exception_ptr failure;
-    std::thread([&] {
-        try {
-            f();
-        } catch (...) {
-            failure = std::current_exception();
-        }
-    }).join();
-    if (failure)
-        std::rethrow_exception(failure);
 }
 
 // What the driver has current, without Catch's assertions (not thread-safe): for the stress threads.
