@@ -105,9 +105,9 @@ void retire(ContextState* state) noexcept
         std::lock_guard lock(state->stickyMutex);
         state->sticky.reset();
     }
-    static std::mutex mutex;
-    static auto* retired = new std::vector<ContextState*>; // reachable: no leak report
     try {
+        static std::mutex mutex;
+        static auto* retired = new std::vector<ContextState*>; // reachable: no leak report
         std::lock_guard lock(mutex);
         retired->push_back(state);
     } catch (...) {

@@ -45,10 +45,11 @@ long live()
 }
 
 // What the driver has current, without Catch's assertions (not thread-safe): for the stress threads.
+// nullptr where the call fails, which no entered context equals.
 CUcontext currentUnchecked()
 {
     CUcontext c = nullptr;
-    return raw().cuCtxGetCurrent(&c) == CUDA_SUCCESS ? c : reinterpret_cast<CUcontext>(-1);
+    return raw().cuCtxGetCurrent(&c) == CUDA_SUCCESS ? c : nullptr;
 }
 
 // The driver still has the context (a use after destroy would fail with 709 or worse).
@@ -439,10 +440,12 @@ TEST_CASE("threads entering, dropping and replacing shared contexts at random de
     constexpr int kRounds = cuctx::test::kFakeDriver ? 300 : 6;
     std::mutex mutex;
     std::vector<Context> slots;
+    slots.reserve(kSlots);
     for (int i = 0; i < kSlots; ++i)
         slots.push_back(Context::create(Device::get(0)));
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
             std::mt19937 rng(static_cast<unsigned>(1234 + t));
