@@ -115,6 +115,12 @@ struct ImageCacheCosts {
 };
 ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads);
 
+/// What `threads` threads at once reach on this machine, over one thread alone, with work that shares
+/// nothing: each looks ids up in an index of its own, shaped like the module cache's (a slot, its
+/// link, the id compared), in the windows measureImageCache uses. The ceiling any shared structure is held to: where
+/// the system's CPUs share cores or clock down when all are busy, it is below `threads`.
+double unsharedScaling(int threads, long hits);
+
 /// Creating and destroying a context, raw (cuCtxCreate + cuCtxDestroy) and through cuctx (ns, median
 /// of `rounds`); and retaining and releasing a primary context that another owner keeps alive (ns,
 /// best of 5 rounds of 1000: cuctx finds it interned and makes no driver call).

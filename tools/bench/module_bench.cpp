@@ -14,6 +14,9 @@
 //                                                         call (the "raw" column holds that one here)
 //   threads  the same image hits, --threads threads  vs  one thread alone (hits/s; ratio: the
 //            at once (aggregate)                          aggregate over one thread's rate)
+//   ceiling  --threads threads looking ids up in indexes of their own, over one thread: what
+//            the machine gives threads that share nothing (where its CPUs share cores or clock
+//            down, less than --threads)
 //
 // usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--threads N]
 //                            [--max-image-kib N] [--csv] [PTX]
@@ -109,6 +112,11 @@ int main(int argc, char** argv)
         rows.push_back({"  " + std::to_string(o.threads) + " threads at once, " + size, mops(m.oneThread),
                         mops(m.manyThreads), scaling, target, scaling >= wanted});
     }
+
+    // The same windows with nothing shared: what this machine gives 16 threads at most.
+    const double ceiling = unsharedScaling(std::max(1, o.threads), o.hits);
+    rows.push_back({"  " + std::to_string(o.threads) + " threads, nothing shared", "", "", ceiling,
+                    "(this machine's ceiling)", true});
 
     if (!o.csv) {
         const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");
