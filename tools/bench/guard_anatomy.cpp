@@ -36,6 +36,7 @@ constexpr unsigned kRecord = 8;    // the entry and the depth written, checked a
 constexpr unsigned kPopCheck = 16; // what the driver popped, against the context
 constexpr unsigned kFlagsOut = 32; // the leave flags at exit
 constexpr unsigned kAll = 63;
+constexpr unsigned kLate = 64; // an alternative (below): the record written after the push
 
 template <unsigned F>
 struct G {
@@ -56,12 +57,16 @@ struct G {
             if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
                 __builtin_trap();
         entry = &record.entries[mine];
-        if constexpr ((F & kRecord) != 0) {
+        if constexpr ((F & kRecord) != 0 && (F & kLate) == 0) {
             entry->store(state, std::memory_order_relaxed);
             record.depth.store(mine, std::memory_order_release);
         }
         if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
             __builtin_trap();
+        if constexpr ((F & kRecord) != 0 && (F & kLate) != 0) {
+            entry->store(state, std::memory_order_relaxed);
+            record.depth.store(mine, std::memory_order_release);
+        }
     }
     [[gnu::always_inline]] ~G()
     {
@@ -85,6 +90,59 @@ struct G {
         }
     }
 };
+
+// Alternatives tried, neither better than the copy beyond the spread between runs (H200, 2026-12-04,
+// five processes: copy 1.046-1.068x, record late 1.038-1.076x, fat 1.053-1.079x):
+//   record late  the copy, its entry and depth written after the push instead of before it
+//   fat          a Context of two words, the state (a green context tagged in its low bit, so that
+//                entering tests no flags and no null) and the CUcontext (the push loads nothing
+//                through the state); the guard keeps the handle and its entry
+struct Fat {
+    d::ContextState* state;
+    CUcontext handle;
+};
+struct FatG {
+    CUcontext handle;
+    d::RecordEntry* entry;
+    [[gnu::always_inline]] explicit FatG(const Fat& c) : handle(c.handle)
+    {
+        d::ThreadRecord& record = d::t_record;
+        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        d::ContextState* const state = c.state;
+        if (record.entries[depth].load(std::memory_order_relaxed) == state) [[unlikely]]
+            __builtin_trap();
+        const std::uint32_t mine = depth + 1;
+        if (mine >= record.limit || (reinterpret_cast<std::uintptr_t>(state) & 1) != 0) [[unlikely]]
+            __builtin_trap();
+        entry = &record.entries[mine];
+        entry->store(state, std::memory_order_relaxed);
+        record.depth.store(mine, std::memory_order_release);
+        if (d::g_push.load(std::memory_order_relaxed)(handle) != CUDA_SUCCESS) [[unlikely]]
+            __builtin_trap();
+    }
+    [[gnu::always_inline]] ~FatG()
+    {
+        d::ThreadRecord& record = d::t_record;
+        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        if (&record.entries[depth] != entry) [[unlikely]]
+            __builtin_trap();
+        CUcontext popped;
+        const CUresult r = d::g_pop.load(std::memory_order_relaxed)(&popped);
+        if (r != CUDA_SUCCESS || popped != handle) [[unlikely]]
+            __builtin_trap();
+        d::ContextState* const state = entry->load(std::memory_order_relaxed);
+        record.depth.store(depth - 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            __builtin_trap();
+    }
+};
+[[gnu::noinline]] void fatLoop(const Fat* const* contexts, std::size_t mask, long n)
+{
+    for (long i = 0; i < n; ++i) {
+        FatG g(*contexts[static_cast<std::size_t>(i) & mask]);
+    }
+}
 
 // The guards cycle through `contexts` (a power of two of them), as a program switching between them does.
 template <unsigned F>
@@ -159,10 +217,15 @@ int main(int argc, char** argv)
     }
     std::vector<const Context*> contexts;
     std::vector<CUcontext> handles;
+    std::vector<Fat> fats;
     for (const Context& c : made) {
         contexts.push_back(&c);
         handles.push_back(c.native());
+        fats.push_back({detail::ContextAccess::state(c), c.native()});
     }
+    std::vector<const Fat*> fatPointers;
+    for (const Fat& f : fats)
+        fatPointers.push_back(&f);
     if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
         sweep(contexts.data(), handles.data());
         return 0;
@@ -179,6 +242,8 @@ int main(int argc, char** argv)
             {"-pop check", [&](long n) { copyLoop<kAll & ~kPopCheck>(contexts.data(), mask, n); }},
             {"-flags out", [&](long n) { copyLoop<kAll & ~kFlagsOut>(contexts.data(), mask, n); }},
             {"calls only", [&](long n) { copyLoop<0>(contexts.data(), mask, n); }},
+            {"record late", [&](long n) { copyLoop<kAll | kLate>(contexts.data(), mask, n); }},
+            {"fat", [&](long n) { fatLoop(fatPointers.data(), mask, n); }},
         };
         const std::function<void(long)> raw = [&](long n) { rawLoop(handles.data(), mask, n); };
         double bestRaw = 1e9;
