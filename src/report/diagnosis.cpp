@@ -10,6 +10,7 @@
 #include "cuctx/rank_binding.hpp"
 #include "driver/driver_api.hpp"
 #include "driver/fork_state.hpp"
+#include "format/printable.hpp"
 #include "format/report_format.hpp"
 #include "process/environment.hpp"
 
@@ -297,6 +298,7 @@ void checkModes(Findings& f)
     }
 
     // Exclusive Process: another process holding the device means this one cannot make a context there.
+    // Its name is what its owner chose: printable in the finding, which doctor shows on a terminal.
     std::vector<GpuProcess> others;
     try {
         for (GpuProcess& p : processes())
@@ -330,7 +332,7 @@ void checkModes(Findings& f)
                     const bool mine = bound && *bound == m.ordinal;
                     f.add("compute-mode", mine ? Severity::error : Severity::warning,
                           "device " + std::to_string(m.ordinal) + " is in compute mode Exclusive Process and process " +
-                              std::to_string(p.pid) + " (" + p.name + ") holds it" +
+                              std::to_string(p.pid) + " (" + detail::printableText(p.name) + ") holds it" +
                               (mine ? ", yet this process's binding chooses it (" + boundWhy + ")" : "") +
                               ": a context here fails with CUDA_ERROR_DEVICE_BUSY",
                           "give each process a device of its own (CUDA_VISIBLE_DEVICES), or set compute mode "

@@ -1,47 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "format/json_writer.hpp"
 
+#include "format/printable.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace cuctx::detail {
-
-namespace {
-
-// The length of the well-formed UTF-8 sequence at the start of `text` (RFC 3629: no overlong forms,
-// no surrogates, nothing above U+10FFFF), or 0 when it starts with a byte that begins none.
-std::size_t utf8Sequence(std::string_view text) noexcept
-{
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-    const unsigned char lead = byte(0);
-    if (lead < 0x80)
-        return 1;
-    std::size_t length = 0;
-    unsigned char low = 0x80; // the second byte's range, narrowed where the lead byte asks
-    unsigned char high = 0xbf;
-    if (lead >= 0xc2 && lead <= 0xdf) {
-        length = 2;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-        length = 3;
-        low = lead == 0xe0 ? 0xa0 : 0x80;  // overlong
-        high = lead == 0xed ? 0x9f : 0xbf; // surrogates
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-        length = 4;
-        low = lead == 0xf0 ? 0x90 : 0x80;  // overlong
-        high = lead == 0xf4 ? 0x8f : 0xbf; // above U+10FFFF
-    } else {
-        return 0;
-    }
-    if (text.size() < length || byte(1) < low || byte(1) > high)
-        return 0;
-    for (std::size_t i = 2; i < length; ++i)
-        if (byte(i) < 0x80 || byte(i) > 0xbf)
-            return 0;
-    return length;
-}
-
-} // namespace
 
 std::string jsonQuote(std::string_view text)
 {
@@ -53,6 +19,12 @@ std::string jsonQuote(std::string_view text)
             if (length == 0) {
                 out += "\\ufffd"; // a byte that is no UTF-8: U+FFFD, the replacement character
                 ++i;
+            } else if (startsWithC1(text.substr(i))) {
+                // C1 controls (U+0080-U+009F): JSON allows them raw, but some terminals obey them.
+                char escaped[8];
+                std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(text[i + 1]));
+                out += escaped;
+                i += 2;
             } else {
                 out.append(text.substr(i, length));
                 i += length;

@@ -53,7 +53,7 @@ private:
 
 /// `text` as a JSON string literal, quotes included: always valid UTF-8. Well-formed UTF-8 is copied;
 /// every byte that is not part of a well-formed sequence (a path's "\xff", say) becomes U+FFFD,
-/// escaped as "\ufffd"; control characters are escaped.
+/// escaped as "\ufffd"; control characters are escaped, C1 (U+0080-U+009F) included.
 std::string jsonQuote(std::string_view text);
 
 } // namespace cuctx::detail

@@ -88,6 +88,53 @@ finally:
         c.stdin.close()
         c.wait()
 
+# What another process says of itself is any bytes its owner chose. A name, a command line and a
+# CUDA_VISIBLE_DEVICES holding escape sequences, a bell, a C1 control (CSI, U+009B) and bytes that are
+# no UTF-8 must never reach the operator's terminal raw: \xHH in the table and the CSV, JSON escapes.
+RAW = (b"\x1b", b"\x07", b"\xc2\x9b", b"\x9b", b"\xff")
+script = ("import sys; open('/proc/self/comm', 'wb').write(b'\\x1b[31mred\\x9b'); "
+          "print('ready', flush=True); sys.stdin.read()")
+hostile = subprocess.Popen([sys.executable, "-c", script, b"arg\x1b]0;owned\x07\xc2\x9b\xff\\"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           env={b"CUDA_VISIBLE_DEVICES": b"0\x1b[2J"})
+try:
+    expect("hostile child: ready", hostile.stdout.readline() == b"ready\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
+    env.update({"CUCTX_DRIVER_PATH": fake, "CUCTX_NVML_PATH": nvml,
+                "CUCTX_FAKE_NVML_PROCESSES": f"{hostile.pid}@0:64"})
+
+    def raw_run(args):
+        return subprocess.run([inspect, *args], capture_output=True, env=env, timeout=60)
+
+    for name, args, shown in [
+            ("table", ["processes"], [b"\\x1b[31mred\\x9b", b"CVD=0\\x1b[2J"]),
+            ("-v", ["processes", "-v"], [b"arg\\x1b]0;owned\\x07\\xc2\\x9b\\xff\\\\"]),
+            ("CSV", ["processes", "--query", "pid,process_name,cuda_visible_devices,command_line", "--format",
+                     "csv,noheader"], [b"\\x1b[31mred\\x9b, 0\\x1b[2J, ", b"arg\\x1b]0;owned\\x07"])]:
+        r = raw_run(args)
+        expect(f"hostile process, {name}: exit 0", r.returncode == 0, r.stderr.decode(errors="replace"))
+        expect(f"hostile process, {name}: no control byte or non-UTF-8 byte reaches the terminal",
+               not any(b in r.stdout for b in RAW), repr(r.stdout))
+        expect(f"hostile process, {name}: shown escaped", all(s in r.stdout for s in shown), repr(r.stdout))
+    # doctor names the process that holds an Exclusive Process device.
+    r = subprocess.run([inspect, "doctor"], capture_output=True, timeout=60,
+                       env={**env, "CUCTX_FAKE_EXCLUSIVE_PROCESS": "0"})
+    expect("hostile process, doctor: names it, escaped, and nothing raw",
+           f"process {hostile.pid} (\\x1b[31mred\\x9b) holds it".encode() in r.stdout and
+           not any(b in r.stdout for b in RAW), repr(r.stdout))
+    r = raw_run(["processes", "--json"])
+    expect("hostile process, --json: no raw control byte", not any(b in r.stdout for b in RAW), repr(r.stdout))
+    try:
+        p = next(p for p in json.loads(r.stdout)["processes"] if p["pid"] == hostile.pid)
+        expect("hostile process, --json: the bytes kept, as JSON escapes",
+               p["name"] == "\x1b[31mred\ufffd" and p["cuda_visible_devices"] == "0\x1b[2J" and
+               p["command_line"].endswith("arg\x1b]0;owned\x07\u009b\ufffd\\"), str(p))
+    except (ValueError, KeyError, StopIteration) as e:
+        expect("hostile process, --json: parses and lists it", False, f"{e!r}: {r.stdout!r}")
+finally:
+    hostile.stdin.close()
+    hostile.wait()
+
 # The older NVML (no _v2/_v3 process lists) gives the same answer.
 old = nvml.replace("libcuctx-fake-nvml.so", "libcuctx-fake-nvml-old.so")
 doc = check_json("processes on an older NVML", run(["processes", "--json"], CUCTX_NVML_PATH=old,

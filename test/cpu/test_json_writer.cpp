@@ -1,8 +1,10 @@
-// The JSON writer behind cuctx-inspect --json, cuctx-stress --json and ProcessReport::json().
+// The JSON writer behind cuctx-inspect --json, cuctx-stress --json and ProcessReport::json(), and the
+// printable text that cuctx-inspect shows of other processes.
 
 #include <catch2/catch.hpp>
 
 #include "format/json_writer.hpp"
+#include "format/printable.hpp"
 
 #include <clocale>
 #include <string>
@@ -37,4 +39,29 @@ TEST_CASE("JSON numbers use '.' in any C locale", "[json]")
         CHECK(k.text() == "1234.500");
         break;
     }
+}
+
+TEST_CASE("JSON strings escape C1 controls, which some terminals obey", "[json]")
+{
+    CHECK(jsonQuote("a\xc2\x9b"
+                    "b\xc2\x85") == "\"a\\u009bb\\u0085\"");
+    CHECK(jsonQuote("\xc2\xa0\xc2\xa9") == "\"\xc2\xa0\xc2\xa9\""); // U+00A0 and U+00A9 are no controls
+}
+
+TEST_CASE("Text from other processes is printable: controls and non-UTF-8 bytes as \\xHH", "[printable]")
+{
+    using cuctx::detail::printableText;
+    CHECK(printableText("python3 train.py --lr 0.1") == "python3 train.py --lr 0.1");
+    CHECK(printableText("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80");
+    CHECK(printableText("\x1b]0;owned\x07\x1b[2J") == "\\x1b]0;owned\\x07\\x1b[2J");
+    CHECK(printableText("a\nb\tc\rd\x7f") == "a\\x0ab\\x09c\\x0dd\\x7f");
+    CHECK(printableText("\xc2\x9b"
+                        "31m") == "\\xc2\\x9b31m");             // C1 CSI
+    CHECK(printableText("\xc2\xa0") == "\xc2\xa0");             // no-break space: printable
+    CHECK(printableText("/tmp/\xff\xc3") == "/tmp/\\xff\\xc3"); // no UTF-8, and cut short
+    CHECK(printableText("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+    CHECK(printableText(std::string("a\0b", 3)) == "a\\x00b");
+    // Unambiguous: a backslash is doubled, so "\x1b" typed by the process reads differently from ESC.
+    CHECK(printableText("C:\\x1b") == "C:\\\\x1b");
+    CHECK(printableText("") == "");
 }

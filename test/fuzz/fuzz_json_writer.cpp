@@ -1,9 +1,11 @@
-// libFuzzer: the JSON writer. Any bytes as strings and keys, any doubles: the document must be
-// valid UTF-8 (checked here byte by byte) and balanced.
+// libFuzzer: the JSON writer and printableText. Any bytes as strings and keys, any doubles: the
+// document must be valid UTF-8 (checked here byte by byte) and balanced; neither may let a control
+// character (C0, DEL, C1) through raw.
 
 #include "fuzz_target.hpp"
 
 #include "format/json_writer.hpp"
+#include "format/printable.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +38,19 @@ bool validUtf8(std::string_view s)
     return true;
 }
 
+// No raw C0 control (newlines allowed where `newlines`), no DEL, no C1 (0xc2 0x80-0x9f).
+bool noControls(std::string_view s, bool newlines)
+{
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if ((c < 0x20 && !(newlines && c == '\n')) || c == 0x7f)
+            return false;
+        if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+            return false;
+    }
+    return true;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -52,10 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     j.key("list").beginArray().value(input.substr(size / 2)).null().endArray();
     j.endObject();
     const std::string& text = j.text();
-    if (!validUtf8(text) || text.empty() || text.back() != '\n')
+    if (!validUtf8(text) || text.empty() || text.back() != '\n' || !noControls(text, true))
         std::abort();
-    for (const char c : text)
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n')
-            std::abort(); // a raw control character in a string
+    const std::string shown = cuctx::detail::printableText(input);
+    if (!validUtf8(shown) || !noControls(shown, false) || shown.size() < input.size())
+        std::abort();
     return 0;
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // cuctx-inspect processes: every process with a context on each visible GPU, its memory, and the
-// strays (docs/schema/inspect-processes.schema.json), through cuctx::processes() (NVML).
+// strays (docs/schema/inspect-processes.schema.json), through cuctx::processes() (NVML). What a
+// process says of itself (its name, command line, CUDA_VISIBLE_DEVICES) is any bytes its owner
+// chose: the table shows it through printableText, so that it cannot drive the operator's terminal.
 
 #include "command_line.hpp"
+#include "format/printable.hpp"
 #include "format/report_format.hpp"
 #include "format/report_json.hpp"
 #include "query.hpp"
@@ -61,7 +64,7 @@ std::string bindingText(const GpuProcess& p)
         return "(unreadable)";
     std::string text;
     if (p.cudaVisibleDevices)
-        text = "CVD=" + *p.cudaVisibleDevices;
+        text = "CVD=" + detail::printableText(*p.cudaVisibleDevices);
     if (p.localRank)
         text += (text.empty() ? "" : " ") + std::string("rank ") + std::to_string(*p.localRank);
     return text.empty() ? "-" : text;
@@ -79,7 +82,7 @@ void printTable(const std::vector<GpuProcess>& list, bool verbose)
         std::string devices;
         for (const GpuProcessDevice& d : p.devices)
             devices += (devices.empty() ? "" : ",") + std::to_string(d.ordinal) + (d.mpsClient ? "m" : "");
-        std::string name = p.name + (p.self ? "*" : "");
+        std::string name = detail::printableText(p.name) + (p.self ? "*" : "");
         std::printf("%-8u  %-16.16s  %-9.9s  %10s  %-20.20s  %s\n", p.pid, name.c_str(), devices.c_str(),
                     mibText(p.usedMemoryBytes).c_str(), bindingText(p).c_str(), p.stray.empty() ? "-" : "yes");
     }
@@ -88,13 +91,16 @@ void printTable(const std::vector<GpuProcess>& list, bool verbose)
     std::printf("\n*  this process    m  an MPS client    CVD  CUDA_VISIBLE_DEVICES\n");
     for (const GpuProcess& p : list)
         if (!p.stray.empty())
-            std::printf("\n%s\n",
-                        detail::wrapText("stray " + std::to_string(p.pid) + ": " + p.stray + ".", 80, 2).c_str());
+            std::printf(
+                "\n%s\n",
+                detail::wrapText("stray " + std::to_string(p.pid) + ": " + detail::printableText(p.stray) + ".", 80, 2)
+                    .c_str());
     if (!verbose)
         return;
     for (const GpuProcess& p : list) {
-        std::printf("\n%u %s\n", p.pid, p.name.c_str());
-        std::printf("  command line  %s\n", p.commandLine ? p.commandLine->c_str() : "(unreadable)");
+        std::printf("\n%u %s\n", p.pid, detail::printableText(p.name).c_str());
+        std::printf("  command line  %s\n",
+                    p.commandLine ? detail::printableText(*p.commandLine).c_str() : "(unreadable)");
         for (const GpuProcessDevice& d : p.devices)
             std::printf("  device %d      %s, %s%s\n", d.ordinal, d.uuid.c_str(), mibText(d.usedMemoryBytes).c_str(),
                         d.mpsClient ? ", MPS client" : "");

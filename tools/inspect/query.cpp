@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "query.hpp"
 
+#include "format/printable.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -12,9 +14,12 @@
 namespace cuctx::tools {
 namespace {
 
-std::string csvValue(const std::string& v)
+// A value as CSV shows it: printable (a process's name or command line is any bytes its owner chose,
+// and CSV is read on terminals too), quoted where it holds a separator or a quote.
+std::string csvValue(const std::string& raw)
 {
-    if (v.find_first_of(",\"\n") == std::string::npos)
+    const std::string v = detail::printableText(raw);
+    if (v.find_first_of(",\"") == std::string::npos)
         return v;
     std::string quoted = "\"";
     for (char ch : v)
