@@ -82,7 +82,8 @@ public:
     /// guards, registry, modules, streams and launches. cuctx never destroys or releases it: its owner
     /// must keep it alive while any Context handle of it, or anything made in it through cuctx (a
     /// Module, a Stream, a DeviceBuffer), still exists. A handle that cuctx already knows (a context
-    /// it created or a primary context it retained) gives that Context, with its ownership. The
+    /// it created or a primary context it retained) gives that Context, with its ownership, even
+    /// where its last handle is gone and a thread still has it entered (the new handle keeps it). The
     /// context is pushed once to learn its device. A green context's handle must not be borrowed
     /// (cuctx could not keep it to one thread at a time).
     static Context borrow(CUcontext handle);

@@ -202,11 +202,14 @@ ContextState* acquireLiveContextLocked(CUcontext handle) noexcept
     for (ContextState* state : liveStatesLocked()) {
         if (state->handle != handle || state->destroyed)
             continue;
-        // A handle may be taken only while another exists: an orphaned context stays orphaned.
-        long handles = state->handles.load(std::memory_order_relaxed);
-        while (handles > 0)
-            if (state->handles.compare_exchange_weak(handles, handles + 1, std::memory_order_relaxed))
-                return state;
+        // An orphaned context (its last handle gone, a thread still using it) gets a handle again:
+        // a second state for the same CUcontext would be destroyed under this one (tryDestroy checks
+        // the handles under this mutex before it destroys, so the new handle keeps it alive). It is no
+        // longer orphaned: guards on it go inline again, and its next last handle orphans it anew (a
+        // release that raced to zero may set the flag again after this: harmless, as tryDestroy checks).
+        if (state->handles.fetch_add(1, std::memory_order_acq_rel) == 0)
+            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+        return state;
     }
     return nullptr;
 }

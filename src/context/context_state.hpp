@@ -74,8 +74,8 @@ const std::vector<ContextState*>& liveContextsLocked();
 using ContextDestroyHook = void (*)(ContextState& state) noexcept;
 void setContextDestroyHook(ContextDestroyHook hook) noexcept;
 
-/// The live state of `handle` with one more Context handle, or nullptr: none, or its last handle is
-/// gone (it waits for a use to end before it is destroyed). The second under registryMutex().
+/// The live (not destroyed) state of `handle` with one more Context handle, or nullptr. An orphaned
+/// state (its last handle gone while a thread uses it) is revived. The second under registryMutex().
 ContextState* acquireLiveContext(CUcontext handle);
 ContextState* acquireLiveContextLocked(CUcontext handle) noexcept;
 

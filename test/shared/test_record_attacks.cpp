@@ -430,6 +430,37 @@ TEST_CASE("the last handle dropped by another thread inside a thread's inline gu
     CHECK(liveAfter == before);
 }
 
+TEST_CASE("borrowing a context whose last handle is gone while it is entered revives cuctx's own", "[record]")
+{
+    const long before = live();
+    onNewThread([&] {
+        Context x = Context::create(Device::get(0));
+        const CUcontext handle = x.native();
+        for (int round = 0; round < 2; ++round) { // the second time on the inline path
+            std::optional<Context> borrowed;
+            {
+                ContextGuard g(x);
+                x.reset(); // the last handle: destruction waits for the guard
+                borrowed.emplace(Context::borrow(ContextStack::current()));
+                CHECK(live() == before + 1); // one state, not a second one for the same CUcontext
+                CHECK(borrowed->native() == handle);
+                CHECK_FALSE(borrowed->isBorrowed()); // cuctx's own, which cuctx destroys
+            }
+            CHECK(live() == before + 1); // the revived handle keeps it
+            {
+                ContextGuard again(*borrowed);
+                CHECK(again.switched());
+                CHECK(usable());
+            }
+            x = std::move(*borrowed);
+        }
+        x.reset();
+        CHECK(live() == before);
+        checkUnchanged(0, nullptr);
+    });
+    CHECK(live() == before);
+}
+
 TEST_CASE("threads entering, dropping and replacing shared contexts at random destroy each once, never early",
           "[record][stress]")
 {
