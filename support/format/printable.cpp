@@ -39,7 +39,8 @@ std::size_t utf8Sequence(std::string_view text) noexcept
 
 bool startsWithC1(std::string_view text) noexcept
 {
-    return text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0xc2 && static_cast<unsigned char>(text[1]) <= 0x9f;
+    return text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0xc2 &&
+           static_cast<unsigned char>(text[1]) <= 0x9f;
 }
 
 std::string printableText(std::string_view text)
