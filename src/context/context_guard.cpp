@@ -62,6 +62,16 @@ void ContextGuard::popFailed(ContextState* state, RecordEntry* entry, CUresult r
     }
     // The inline exit found the entry on top of this thread's record: the thread is registered.
     ThreadState& ts = *detail::t_threadState;
+    if (entry->load(std::memory_order_relaxed) != state) {
+        // The top of this thread's record is another context's entry where this guard's lay: a guard
+        // whose thread exited, ended where this thread reuses that storage. The pop took this thread's
+        // own context: push it back, then end the guard as the exited thread's.
+        if (result == CUDA_SUCCESS && detail::api().cuCtxPushCurrent(popped) != CUDA_SUCCESS)
+            detail::logError("cuctx::ContextGuard: could not push back this thread's context after ending a guard of "
+                             "a thread that exited");
+        (void)detail::endGuardEntry(ts, entry, state, "cuctx::ContextGuard");
+        return;
+    }
     const auto k = static_cast<std::uint32_t>(entry - detail::t_record.entries);
     (void)detail::finishFailedPop(ts, k, result, popped, "cuctx::ContextGuard");
 }
@@ -77,7 +87,7 @@ void ContextGuard::leave(ContextState* state, RecordEntry* entry) noexcept
             return;
         }
     }
-    (void)detail::popEntry(*ts, entry, state, "cuctx::ContextGuard");
+    (void)detail::endGuardEntry(*ts, entry, state, "cuctx::ContextGuard");
 }
 
 } // namespace cuctx

@@ -132,39 +132,23 @@ void keepAsPush(ThreadState& owner, std::uint32_t k, ContextState* state) noexce
         state->handles.fetch_add(1, std::memory_order_relaxed);
 }
 
-// A guard ended on a thread other than the one that made it (ContextGuard is thread-bound). Its
-// context stays pushed on the driver's stack of the thread that made it, which this thread cannot
-// touch; its entry there becomes a push, as if that thread had called ContextStack::push. This
-// thread's stack and record are left alone. (Safe while the thread that made the guard is not itself
-// entering or leaving contexts at that moment, which a program that hands a guard over has to ensure
-// anyway.)
-Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
+// Under the registry mutex: whether (entry, state) is a guard's entry that its thread left when it
+// exited (abandonedEntries); if so it is taken off the list.
+bool takeAbandonedLocked(const RecordEntry* entry, const ContextState* state) noexcept
 {
-    long ownerTid = 0;
-    bool abandoned = false;
-    {
-        std::lock_guard lock(registryMutex());
-        // A guard whose thread has exited first: a thread started since may have reused that thread's
-        // storage, so its record may lie where the guard's entry did.
-        for (const AbandonedEntry& a : abandonedEntries())
-            if (a.entry == entry && a.state == state)
-                abandoned = true;
-        for (ThreadState* owner : registeredThreads()) {
-            if (abandoned)
-                break;
-            RecordEntry* first = &owner->record->entries[1];
-            RecordEntry* end = &owner->record->entries[kRecordEntries];
-            if (owner != &ts && entry >= first && entry < end) {
-                const auto k = static_cast<std::uint32_t>(entry - owner->record->entries);
-                if (k > owner->record->depth.load(std::memory_order_acquire) ||
-                    entry->load(std::memory_order_relaxed) != state)
-                    break; // not this guard's entry: another thread's at the same address
-                ownerTid = owner->tid;
-                keepAsPush(*owner, k, state);
-                break;
-            }
+    auto& entries = abandonedEntries();
+    for (auto it = entries.begin(); it != entries.end(); ++it)
+        if (it->entry == entry && it->state == state) {
+            entries.erase(it);
+            return true;
         }
-    }
+    return false;
+}
+
+// A guard ended on a thread other than the one that made it: records Errc::invalid_state on its
+// context, naming both threads (ownerTid 0: the maker has exited).
+void recordForeignEnd(const ThreadState& ts, ContextState* state, long ownerTid, const char* who) noexcept
+{
     try {
         std::string detail = "a ContextGuard is thread-bound, but this one was made on thread " +
                              (ownerTid != 0 ? std::to_string(ownerTid) : std::string("(one that has exited)")) +
@@ -183,21 +167,52 @@ Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state
     } catch (...) {
         logError("{}: a ContextGuard was destroyed on another thread than the one that made it", who);
     }
-    if (abandoned) {
-        // The guard's use of its context ends now: its last use, if its handles are gone.
-        {
-            std::lock_guard lock(registryMutex());
-            auto& entries = abandonedEntries();
-            for (auto it = entries.begin(); it != entries.end(); ++it)
-                if (it->entry == entry && it->state == state) {
-                    entries.erase(it);
-                    break;
-                }
+}
+
+// The end of an abandoned guard's use of its context (taken off the list): its last use, if its
+// handles are gone.
+void endAbandonedUse(ContextState* state) noexcept
+{
+    lightFence(); // pairs with the heavy fence of the thread that drops the last handle
+    if (state->orphaned())
+        destroyIfUnused(state);
+}
+
+// A guard ended on a thread other than the one that made it (ContextGuard is thread-bound). Its
+// context stays pushed on the driver's stack of the thread that made it, which this thread cannot
+// touch; its entry there becomes a push, as if that thread had called ContextStack::push. This
+// thread's stack and record are left alone. (Safe while the thread that made the guard is not itself
+// entering or leaving contexts at that moment, which a program that hands a guard over has to ensure
+// anyway.)
+Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
+{
+    long ownerTid = 0;
+    bool abandoned = false;
+    {
+        std::lock_guard lock(registryMutex());
+        // A guard whose thread has exited first: a thread started since may have reused that thread's
+        // storage, so its record may lie where the guard's entry did. One critical section with the
+        // search below: the maker cannot exit between the two.
+        abandoned = takeAbandonedLocked(entry, state);
+        for (ThreadState* owner : registeredThreads()) {
+            if (abandoned)
+                break;
+            RecordEntry* first = &owner->record->entries[1];
+            RecordEntry* end = &owner->record->entries[kRecordEntries];
+            if (owner != &ts && entry >= first && entry < end) {
+                const auto k = static_cast<std::uint32_t>(entry - owner->record->entries);
+                if (k > owner->record->depth.load(std::memory_order_acquire) ||
+                    entry->load(std::memory_order_relaxed) != state)
+                    break; // not this guard's entry: another thread's at the same address
+                ownerTid = owner->tid;
+                keepAsPush(*owner, k, state);
+                break;
+            }
         }
-        lightFence(); // pairs with the heavy fence of the thread that drops the last handle
-        if (state->orphaned())
-            destroyIfUnused(state);
     }
+    recordForeignEnd(ts, state, ownerTid, who);
+    if (abandoned)
+        endAbandonedUse(state);
     return {};
 }
 
@@ -210,10 +225,13 @@ Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const
         return endForeignEntry(ts, entry, state, who);
     const auto k = static_cast<std::uint32_t>(entry - record.entries);
     const std::uint32_t depth = recordDepth();
-    if (k != depth) [[unlikely]] {
-        if (k > depth) {
-            logError("{}: {} ended above the top of this thread's stack (depth {}, its entry {}); nothing to undo", who,
-                     describeContext(*state), depth, k);
+    if (k != depth || entry->load(std::memory_order_relaxed) != state) [[unlikely]] {
+        if (k > depth || entry->load(std::memory_order_relaxed) != state) {
+            // Not this thread's entry of that context (a guard's whose thread exited, its storage reused
+            // here, and not found among the abandoned ones): nothing of this thread's is undone.
+            logError("{}: {} ended where this thread's stack holds no entry of it (depth {}, its entry {}); nothing "
+                     "to undo",
+                     who, describeContext(*state), depth, k);
             return {};
         }
         // Something entered later is still above this entry: leave the driver's stack alone.
@@ -248,6 +266,32 @@ Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*state), kindName(ts.kindOf(k)), k - 1);
     return endTop(ts, k, state);
+}
+
+Context endGuardEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept
+{
+    ThreadRecord& record = t_record;
+    if (entry >= &record.entries[1] && entry < &record.entries[kRecordEntries]) {
+        // In this thread's record, yet not a live guard entry of this context: a guard whose thread
+        // exited, this thread reusing its storage? (A guard entry of the same context at the same
+        // place cannot be told from this thread's own, and is taken for it.)
+        const auto k = static_cast<std::uint32_t>(entry - record.entries);
+        const bool own = k <= recordDepth() && entry->load(std::memory_order_relaxed) == state &&
+                         ts.kindOf(k) == StackEntryKind::guard;
+        if (!own) {
+            bool abandoned = false;
+            {
+                std::lock_guard lock(registryMutex());
+                abandoned = takeAbandonedLocked(entry, state);
+            }
+            if (abandoned) {
+                recordForeignEnd(ts, state, 0, who);
+                endAbandonedUse(state);
+                return {};
+            }
+        }
+    }
+    return popEntry(ts, entry, state, who);
 }
 
 namespace {

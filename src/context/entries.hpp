@@ -29,6 +29,10 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
 /// on its thread's driver stack and turned into a push there, and the misuse recorded on the context.
 /// Returns the handle a push or adoption kept (empty for a guard). Never throws: `who` names the caller.
 Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept;
+/// popEntry for a guard that its inline exit could not end: first, whether its entry is one that a
+/// thread left when it exited (abandonedEntries) and that this thread's storage now holds; such an
+/// entry is ended there, recording Errc::invalid_state, and this thread's stack is left alone.
+Context endGuardEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept;
 
 /// The rest of a pop of this thread's top entry `k` whose driver call failed (`r`) or popped another
 /// context (`popped`): repairs the driver's stack as far as it can, records the mismatch on the

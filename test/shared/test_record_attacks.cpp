@@ -344,6 +344,64 @@ TEST_CASE("a guard that outlives its thread is destroyed safely on another threa
     CHECK(live() == before);
 }
 
+TEST_CASE("a guard that outlived its thread, ended where a later thread reuses its storage, is told apart", "[record]")
+{
+    const long before = live();
+    for (int own = 0; own <= 2; ++own) { // the later thread's own guards when it ends the orphan: 0, 1 or 2
+        DYNAMIC_SECTION("the later thread is " << own << " deep")
+        {
+            std::optional<Context> x(Context::create(Device::get(0)));
+            Context y = Context::create(Device::get(0));
+            Context z = Context::create(Device::get(0));
+            std::unique_ptr<ContextGuard> orphan;
+            const void* makerRecord = nullptr;
+            std::thread([&] {
+                makerRecord = &cuctx::detail::t_record;
+                orphan = std::make_unique<ContextGuard>(*x); // entry 1 of a record that is about to go
+            }).join();
+            bool reused = false;
+            std::thread([&] {
+                reused = &cuctx::detail::t_record == makerRecord; // glibc reuses a joined thread's stack
+                std::optional<ContextGuard> gy;
+                std::optional<ContextGuard> gz;
+                if (own >= 1)
+                    gy.emplace(y);
+                if (own >= 2)
+                    gz.emplace(z); // entry 2, above where the orphan's entry 1 lies (own == 1: the same place)
+                const std::size_t depth = ContextStack::depth();
+                const CUcontext top = rawCurrent();
+                const auto snapshot = ContextStack::snapshot();
+                orphan.reset();
+                {
+                    // Nothing of this thread's changed, and the misuse is recorded on the orphan's context
+                    // (own == 1: this thread's entry of y lies where the orphan's of x did; the inline
+                    // exit pops y, and the slow path puts it back).
+                    checkUnchanged(depth, top);
+                    const auto after = ContextStack::snapshot();
+                    REQUIRE(after.size() == snapshot.size());
+                    for (std::size_t i = 0; i < after.size(); ++i) {
+                        CHECK(after[i].kind == snapshot[i].kind);
+                        CHECK(after[i].handle == snapshot[i].handle);
+                    }
+                    CHECK(errcOf([&] { x->checkRecordedError(); }) == Errc::invalid_state);
+                    CHECK_NOTHROW(y.checkRecordedError());
+                }
+                gz.reset();
+                gy.reset();
+                checkUnchanged(0, nullptr);
+                ContextGuard again(y);
+                CHECK(again.switched());
+                CHECK(usable());
+            }).join();
+            if (!reused)
+                WARN("the later thread did not reuse the exited one's storage: the other-thread path ran");
+            x.reset();
+            CHECK(live() == before + 2); // the orphan's use ended: x destroyed with its last handle
+        }
+    }
+    CHECK(live() == before);
+}
+
 TEST_CASE("the last handle dropped under nested entries goes with the thread's last entry of it", "[record]")
 {
     const long before = live();
