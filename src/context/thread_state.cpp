@@ -44,9 +44,31 @@ struct ExitSentinel {
 
 constinit thread_local bool t_threadExiting = false;
 
+namespace {
+
+// fork() copies the registry mutex as it is: held by another thread at that moment, it stays locked
+// in the child, whose next release of a context (a destructor) would wait for ever. So fork waits for
+// it (prepare), and both sides release it after.
+void lockRegistryForFork() noexcept
+{
+    registryMutex().lock();
+}
+
+void unlockRegistryAfterFork() noexcept
+{
+    registryMutex().unlock();
+}
+
+} // namespace
+
 std::mutex& registryMutex()
 {
-    static auto* mutex = new std::mutex; // never destroyed: threads may exit during static destruction
+    // Never destroyed: threads may exit during static destruction.
+    static auto* mutex = [] {
+        auto* m = new std::mutex;
+        pthread_atfork(lockRegistryForFork, unlockRegistryAfterFork, unlockRegistryAfterFork);
+        return m;
+    }();
     return *mutex;
 }
 

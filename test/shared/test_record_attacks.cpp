@@ -766,6 +766,50 @@ namespace {
 thread_local std::optional<ContextGuard> t_guard;
 } // namespace
 
+TEST_CASE("a child forked while other threads hold cuctx's registry drops its last handle without hanging",
+          "[record][fork]")
+{
+    // Threads that take the registry's mutex again and again (as anything asking which threads use a
+    // context does); a child forked meanwhile must not inherit it locked. Before fork waited for it,
+    // most children hung in the destructor (caught here by the alarm: SIGALRM).
+#if defined(__SANITIZE_THREAD__)
+    WARN("skipped under ThreadSanitizer: it restricts fork() while other threads run");
+    return;
+#endif
+    Context shared = Context::create(Device::get(0));
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> churn;
+    for (int t = 0; t < 2; ++t)
+        churn.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                (void)shared.threadsUsing();
+                (void)cuctx::liveObjects();
+            }
+        });
+    int normal = 0;
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    constexpr int kChildren = 100;
+#else
+    constexpr int kChildren = 10; // a real context takes 0.1 s to make
+#endif
+    for (int i = 0; i < kChildren; ++i) {
+        std::optional<Context> mine(Context::create(Device::get(0)));
+        const pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);    // a watchdog, not a wait: a hung child dies of SIGALRM
+            mine.reset(); // the child's last handle: the registry's mutex
+            _exit(0);
+        }
+        int status = 0;
+        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            ++normal;
+    }
+    stop.store(true);
+    for (std::thread& t : churn)
+        t.join();
+    CHECK(normal == kChildren);
+}
+
 TEST_CASE("a thread-local guard left open at thread exit is safe and releases its context", "[record]")
 {
     const long before = live();
