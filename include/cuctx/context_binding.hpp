@@ -22,7 +22,8 @@ class CUCTX_API ContextBinding {
 public:
     /// Adopts `context` on this thread (ContextStack::adopt), unless this thread has already adopted
     /// it (then the binding does nothing, now or on exit). Throws what adopt() throws: another context
-    /// adopted here, or guards or pushes already on this thread's stack, are Errc::invalid_state.
+    /// adopted here, or guards or pushes already on this thread's stack, are Errc::invalid_state; an
+    /// empty handle Errc::invalid_argument; never an error recorded on the context.
     explicit ContextBinding(const Context& context);
     /// Releases the adoption it made (ContextStack::release); a failure is logged, never thrown.
     ~ContextBinding();

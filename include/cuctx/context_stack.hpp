@@ -37,10 +37,12 @@ public:
     };
 
     /// Pushes `context` (cuCtxPushCurrent) and keeps a handle to it until pop(). A context already on
-    /// top is pushed again (the driver's semantics): each push needs its pop.
+    /// top is pushed again (the driver's semantics): each push needs its pop. Like a guard, never
+    /// throws an error recorded on the context (the context's next fallible call does).
     static void push(const Context& context);
     /// Pops what push() pushed, checking that the driver pops the same context. Errc::invalid_state on
     /// a stack with no cuctx push on top (a guard's or adoption's entry is not pop()'s to remove).
+    /// Throws an error recorded on the context (as a fallible call does), after popping.
     static Context pop();
 
     /// What is current on this thread: cuctx's top entry (no driver call) or, where cuctx has no entry
@@ -55,9 +57,11 @@ public:
     /// Makes `context` this thread's own until release() or thread exit: pushed once, so that every
     /// guard on it afterwards costs no driver call. The way for pool workers to share a context
     /// (docs/contexts.md). Adopting the context already adopted does nothing; adopting another while
-    /// one is adopted is Errc::invalid_state (release it first).
+    /// one is adopted is Errc::invalid_state (release it first). Like a guard, never throws an error
+    /// recorded on the context.
     static void adopt(const Context& context);
     /// Ends the adoption (pops it). Errc::invalid_state if something cuctx pushed later is still on top.
+    /// As pop(), throws an error recorded on the context, after popping.
     static void release();
     /// The adopted context, or an empty handle.
     static Context adopted();

@@ -31,9 +31,9 @@ namespace detail {
 
 namespace {
 
-// checkedState without the poisoned-device check: for the accessors of cuctx's own record (id,
-// device, kind), which a report or a log line may read after a fault.
-ContextState& recordedState(const Context& context, const char* call)
+// The state of a non-empty handle, in a process that may use the driver, with what host callbacks
+// deferred done.
+ContextState& usableState(const Context& context, const char* call)
 {
     ContextState* state = ContextAccess::state(context);
     if (state == nullptr)
@@ -42,8 +42,16 @@ ContextState& recordedState(const Context& context, const char* call)
     if (g_activeApi.load(std::memory_order_acquire) == nullptr) [[unlikely]]
         (void)api(call);  // a forked child: says so, naming this call
     runDeferredCleanup(); // what host callbacks dropped (deferred_cleanup.hpp)
-    throwSticky(*state);
     return *state;
+}
+
+// checkedState without the poisoned-device check: for the accessors of cuctx's own record (id,
+// device, kind), which a report or a log line may read after a fault.
+ContextState& recordedState(const Context& context, const char* call)
+{
+    ContextState& state = usableState(context, call);
+    throwSticky(state);
+    return state;
 }
 
 } // namespace
@@ -52,6 +60,13 @@ ContextState& checkedState(const Context& context, const char* call)
 {
     ContextState& state = recordedState(context, call);
     failIfPoisoned(state.ordinal, call, subjectOf(state)); // a sticky fault on its device: fail fast
+    return state;
+}
+
+ContextState& stateToEnter(const Context& context, const char* call)
+{
+    ContextState& state = usableState(context, call);
+    failIfPoisoned(state.ordinal, call, subjectOf(state));
     return state;
 }
 

@@ -26,6 +26,10 @@ public:
 /// The state of a non-empty handle, after reporting any error recorded on it; Errc::invalid_argument
 /// for an empty handle. `call` names the cuctx function, for the message.
 ContextState& checkedState(const Context& context, const char* call);
+/// checkedState without reporting an error recorded on the context: for what enters it (a push, an
+/// adoption), which, like a guard, leaves that error to the context's next fallible call, so that one
+/// thread's misuse recorded there does not stop another thread from entering the context.
+ContextState& stateToEnter(const Context& context, const char* call);
 
 /// A Subject for error messages about `state`.
 inline Subject subjectOf(const ContextState& state) noexcept

@@ -23,7 +23,7 @@ bool hasAdoption(const ThreadState* ts) noexcept
 
 void ContextStack::push(const Context& context)
 {
-    detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::push");
+    detail::ContextState& state = detail::stateToEnter(context, "cuctx::ContextStack::push");
     (void)detail::pushEntry(detail::threadState(), &state, StackEntryKind::push, "cuctx::ContextStack::push");
 }
 
@@ -73,7 +73,7 @@ std::vector<ContextStack::Entry> ContextStack::snapshot()
 
 void ContextStack::adopt(const Context& context)
 {
-    detail::ContextState& state = detail::checkedState(context, "cuctx::ContextStack::adopt");
+    detail::ContextState& state = detail::stateToEnter(context, "cuctx::ContextStack::adopt");
     ThreadState& ts = detail::threadState();
     if (hasAdoption(&ts)) {
         if (detail::entryAt(1) == &state)

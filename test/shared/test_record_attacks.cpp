@@ -810,6 +810,45 @@ TEST_CASE("a child forked while other threads hold cuctx's registry drops its la
     CHECK(normal == kChildren);
 }
 
+TEST_CASE("an error another thread recorded on a context does not stop a push, an adoption or a binding", "[record]")
+{
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    for (int way = 0; way < 3; ++way) {
+        DYNAMIC_SECTION((way == 0 ? "push" : way == 1 ? "adopt" : "ContextBinding"))
+        {
+            // Another thread's misuse: a guard on a ended out of order, recorded on a as stack_mismatch
+            // (the entry it left, now a push, is released as that thread exits).
+            onNewThread([&] {
+                auto first = std::make_unique<ContextGuard>(a);
+                ContextGuard second(b);
+                first.reset();
+            });
+            onNewThread([&] {
+                if (way == 0) {
+                    CHECK_NOTHROW(ContextStack::push(a));
+                    CHECK(rawCurrent() == a.native());
+                    // The next fallible call on the context reports it: here the pop, after popping.
+                    CHECK(errcOf([] { (void)ContextStack::pop(); }) == Errc::stack_mismatch);
+                } else if (way == 1) {
+                    CHECK_NOTHROW(ContextStack::adopt(a));
+                    CHECK(rawCurrent() == a.native());
+                    CHECK(errcOf([] { ContextStack::release(); }) == Errc::stack_mismatch);
+                } else {
+                    {
+                        std::optional<cuctx::ContextBinding> binding;
+                        CHECK_NOTHROW(binding.emplace(a));
+                        CHECK(rawCurrent() == a.native());
+                    }
+                    // Its end reported it: logged, since a destructor never throws.
+                    CHECK_NOTHROW(a.checkRecordedError());
+                }
+                checkUnchanged(0, nullptr);
+            });
+        }
+    }
+}
+
 TEST_CASE("a thread-local guard left open at thread exit is safe and releases its context", "[record]")
 {
     const long before = live();
