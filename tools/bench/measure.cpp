@@ -228,15 +228,21 @@ SharedCosts measureShared(const Context& shared, int threads, long tasks, bool o
     };
     c.raw = aggregateOps(
         threads, tasks, [] {}, [&](long n) { rawPairs(sharedHandle, n); }, [] {});
-    c.cuctx = aggregateOps(
-        threads, tasks, [&] { ContextStack::adopt(shared); },
-        [&](long n) {
-            for (long i = 0; i < n; ++i) {
-                ContextGuard g(shared);
-                keep(g); // the task: here nothing but being inside the guard
-            }
-        },
-        [] { ContextStack::release(); });
+    // The cuctx side in windows (concurrentRate): a guard that costs a nanosecond makes a million of
+    // them a millisecond, too short a span for 16 threads that the system starts one by one (on a busy
+    // H200 machine, the span from the first start to the last finish gave 1883-5181 Mops/s in three
+    // runs of a build that gave 9420-9720 earlier that day). Each thread adopts the context in its
+    // first batch; its exit releases it.
+    constexpr long batch = 10'000;
+    const double window = std::clamp(static_cast<double>(tasks) * 1e-7, 0.01, 0.2);
+    c.cuctx = concurrentRate(threads, window, 3, batch, [&] {
+        thread_local const bool adopted = (ContextStack::adopt(shared), true);
+        (void)adopted;
+        for (long i = 0; i < batch; ++i) {
+            ContextGuard g(shared);
+            keep(g); // the task: here nothing but being inside the guard
+        }
+    });
     if (ownContextsToo) {
         std::vector<Context> own;
         own.reserve(static_cast<std::size_t>(threads));

@@ -72,8 +72,9 @@ struct GuardCosts {
 };
 GuardCosts measureGuards(const Context& home, const Context& other, long iterations, int rounds);
 
-/// `threads` threads, one shared context, a task per iteration: a raw push+pop around each, and a
-/// ContextGuard around each on threads that adopted the context (ops/s, aggregate).
+/// `threads` threads, one shared context, a task per iteration: a raw push+pop around each (`tasks`
+/// per thread), and a ContextGuard around each on threads that adopted the context (in windows of
+/// concurrentRate, tasks * 100 ns long within 10-200 ms) (ops/s, aggregate).
 struct SharedCosts {
     double raw = 0;
     double cuctx = 0;
