@@ -779,6 +779,7 @@ TEST_CASE("a child forked while other threads hold cuctx's registry drops its la
     Context shared = Context::create(Device::get(0));
     std::atomic<bool> stop{false};
     std::vector<std::thread> churn;
+    churn.reserve(2);
     for (int t = 0; t < 2; ++t)
         churn.emplace_back([&] {
             while (!stop.load(std::memory_order_relaxed)) {

@@ -18,7 +18,7 @@ namespace {
 // and CSV is read on terminals too), quoted where it holds a separator or a quote.
 std::string csvValue(const std::string& raw)
 {
-    const std::string v = detail::printableText(raw);
+    std::string v = detail::printableText(raw);
     if (v.find_first_of(",\"") == std::string::npos)
         return v;
     std::string quoted = "\"";
