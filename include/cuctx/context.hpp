@@ -58,7 +58,10 @@ public:
     /// Creates a context on `device` (cuCtxCreate_v4, or _v2 on drivers before CUDA 12.5). The calling
     /// thread's stack is left as it was: the driver pushes a new context, cuctx pops it again.
     static Context create(const Device& device, const ContextOptions& options = {});
-    /// Retains the device's primary context (the one the runtime API uses). Not pushed.
+    /// Retains the device's primary context (the one the runtime API uses). Not pushed. Every call
+    /// gives the same context, one identity to cuctx: where that context was borrowed first
+    /// (Context::borrow of the runtime's current context), the borrowed Context becomes the primary
+    /// one (isPrimary(), no longer isBorrowed()) and owns this retain, which its last handle releases.
     static Context primary(const Device& device);
     /// Sets the primary context's flags (cuDevicePrimaryCtxSetFlags), then retains it.
     static Context primary(const Device& device, const ContextOptions& options);
@@ -106,7 +109,8 @@ public:
     /// The SMs this context's kernels may run on: a green context's share (cuGreenCtxGetDevResource),
     /// else the device's (cuCtxGetDevResource). Needs CUDA 12.4.
     unsigned smCount() const;
-    /// Whether cuctx borrowed it (Context::borrow): its owner, not cuctx, destroys it. Like every query
+    /// Whether cuctx borrowed it (Context::borrow) and did not retain it since (a primary context, by
+    /// Context::primary): its owner, not cuctx, destroys it. Like every query
     /// here, it first reports (throws) an error recorded on the context (checkRecordedError).
     bool isBorrowed() const;
     /// cuCtxGetApiVersion.

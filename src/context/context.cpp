@@ -212,6 +212,20 @@ Context Context::primary(const Device& device)
             delete state;
             return Context(existing);
         }
+        // A state that has the handle already: borrowed before (the runtime's context, Context::borrow
+        // of cuCtxGetCurrent), it becomes the primary one and owns this retain, so that the context has
+        // one identity (guards on either handle elide, one module cache) and its last handle releases
+        // what cuctx retained; cuctx's own primary state, orphaned (its last handle gone while a thread
+        // still uses it), is revived and keeps the retain it has.
+        if (ContextState* known = detail::acquireLiveContextLocked(handle)) {
+            if (known->kind == detail::ContextKind::primary)
+                (void)d.cuDevicePrimaryCtxRelease(device.native());
+            else
+                known->kind.store(detail::ContextKind::primary, std::memory_order_relaxed);
+            detail::rememberPrimaryLocked(known);
+            delete state;
+            return Context(known);
+        }
         detail::rememberPrimaryLocked(state);
         detail::registerContextLocked(state);
     }

@@ -24,7 +24,7 @@ bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
         ContextSnapshot c;
         c.id = state->id;
         c.device = state->ordinal;
-        c.kind = kinds[static_cast<int>(state->kind)];
+        c.kind = kinds[static_cast<int>(state->kind.load(std::memory_order_relaxed))];
         c.description = describeContext(*state);
         c.handles = state->handles.load(std::memory_order_relaxed);
         c.destructionDeferred = state->orphaned();

@@ -11,6 +11,7 @@
 #include "cuctx/live_objects.hpp"
 #include "cuctx/process_report.hpp"
 
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -135,6 +136,70 @@ TEST_CASE("A borrowed primary context the runtime retained is not released by cu
     REQUIRE(d.cuDevicePrimaryCtxGetState(device, &flags, &active) == CUDA_SUCCESS);
     CHECK(active == 1); // still retained by its owner
     REQUIRE(d.cuDevicePrimaryCtxRelease(device) == CUDA_SUCCESS);
+}
+
+TEST_CASE("Context::primary of a primary context borrowed first is the same Context, primary from then on", "[borrow]")
+{
+    drainRawStack();
+    const auto& d = raw();
+    const Device device = Device::get(0);
+    CUcontext handle = nullptr;
+    REQUIRE(d.cuDevicePrimaryCtxRetain(&handle, device.native()) == CUDA_SUCCESS); // what the runtime does
+    const long before = cuctx::liveObjects().contexts;
+    {
+        const Context borrowed = Context::borrow(handle);
+        REQUIRE(borrowed.isBorrowed());
+        const Context primary = Context::primary(device);
+        CHECK(primary == borrowed);
+        CHECK(primary.native() == handle);
+        CHECK(borrowed.isPrimary());
+        CHECK_FALSE(borrowed.isBorrowed());
+        CHECK(cuctx::liveObjects().contexts == before + 1);
+        // One identity: a guard on one handle elides inside a guard on the other.
+        ContextGuard outer(borrowed);
+        ContextGuard inner(primary);
+        CHECK(outer.switched());
+        CHECK_FALSE(inner.switched());
+        // Later calls find the same state either way.
+        CHECK(Context::primary(device) == borrowed);
+        CHECK(Context::borrow(handle) == borrowed);
+    }
+    CHECK(cuctx::liveObjects().contexts == before);
+    // cuctx released the retain that Context::primary took, once: the owner's retain is the last.
+    unsigned flags = 0;
+    int active = 0;
+    REQUIRE(d.cuDevicePrimaryCtxGetState(device.native(), &flags, &active) == CUDA_SUCCESS);
+    CHECK(active == 1);
+    REQUIRE(d.cuDevicePrimaryCtxRelease(device.native()) == CUDA_SUCCESS);
+    REQUIRE(d.cuDevicePrimaryCtxGetState(device.native(), &flags, &active) == CUDA_SUCCESS);
+    CHECK(active == 0);
+}
+
+TEST_CASE("Context::primary while its last handle is gone but a guard uses it revives the same state", "[borrow]")
+{
+    drainRawStack();
+    const auto& d = raw();
+    const Device device = Device::get(0);
+    unsigned flags = 0;
+    int activeBefore = 0;
+    REQUIRE(d.cuDevicePrimaryCtxGetState(device.native(), &flags, &activeBefore) == CUDA_SUCCESS);
+    const long before = cuctx::liveObjects().contexts;
+    {
+        std::optional<Context> first = Context::primary(device);
+        const CUcontext handle = first->native();
+        ContextGuard guard(*first);
+        first.reset(); // orphaned: the guard still has it entered
+        const Context again = Context::primary(device);
+        CHECK(again.native() == handle);
+        CHECK(cuctx::liveObjects().contexts == before + 1);
+        ContextGuard inner(again);
+        CHECK_FALSE(inner.switched());
+    }
+    // One retain was left to release, and was: the primary context is as it was before.
+    CHECK(cuctx::liveObjects().contexts == before);
+    int active = 0;
+    REQUIRE(d.cuDevicePrimaryCtxGetState(device.native(), &flags, &active) == CUDA_SUCCESS);
+    CHECK(active == activeBefore);
 }
 
 TEST_CASE("A borrowed context appears in the process report", "[borrow]")

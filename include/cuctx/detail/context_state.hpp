@@ -28,7 +28,9 @@ struct ContextState {
     CUdevice device = 0;
     int ordinal = -1;
     std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
-    ContextKind kind = ContextKind::created;
+    // Atomic for one change after registration: a borrowed primary context becomes `primary` when
+    // Context::primary retains it (under the registry mutex), while other threads may ask its kind.
+    std::atomic<ContextKind> kind{ContextKind::created};
     CUgreenCtx green = nullptr; // for kind == green
 
     // What entering and leaving the context must do beyond the thread's record, in one byte on the
