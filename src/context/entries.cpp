@@ -6,6 +6,7 @@
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace cuctx::detail {
@@ -133,16 +134,20 @@ void keepAsPush(ThreadState& owner, std::uint32_t k, ContextState* state) noexce
 }
 
 // Under the registry mutex: whether (entry, state) is a guard's entry that its thread left when it
-// exited (abandonedEntries); if so it is taken off the list.
-bool takeAbandonedLocked(const RecordEntry* entry, const ContextState* state) noexcept
+// exited (abandonedEntries); if so it is taken off the list, and the context's kAbandonedGuard flag
+// with its last such entry.
+bool takeAbandonedLocked(const RecordEntry* entry, ContextState* state) noexcept
 {
     auto& entries = abandonedEntries();
-    for (auto it = entries.begin(); it != entries.end(); ++it)
-        if (it->entry == entry && it->state == state) {
-            entries.erase(it);
-            return true;
-        }
-    return false;
+    const auto it = std::find_if(entries.begin(), entries.end(),
+                                 [&](const AbandonedEntry& e) { return e.entry == entry && e.state == state; });
+    if (it == entries.end())
+        return false;
+    entries.erase(it);
+    if (std::none_of(entries.begin(), entries.end(), [&](const AbandonedEntry& e) { return e.state == state; }))
+        state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kAbandonedGuard),
+                                    std::memory_order_relaxed);
+    return true;
 }
 
 // A guard ended on a thread other than the one that made it: records Errc::invalid_state on its
@@ -292,6 +297,39 @@ Context endGuardEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, 
         }
     }
     return popEntry(ts, entry, state, who);
+}
+
+bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noexcept
+{
+    const std::uint32_t k = recordDepth() + 1;
+    if (k >= kRecordEntries || (ts.owned.load(std::memory_order_relaxed) & bit(k)) == 0 || entryAt(k) != state)
+        return false;
+    ThreadRecord& record = t_record;
+    bool abandoned = false;
+    {
+        std::lock_guard lock(registryMutex());
+        abandoned = takeAbandonedLocked(&record.entries[k], state);
+    }
+    constexpr const char* who = "cuctx::ContextGuard";
+    // The entry still holds the context (an inline exit only lowers the depth): the driver's push and
+    // the depth put it back, with its handle and its kind.
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    const CUresult r = d != nullptr ? d->cuCtxPushCurrent(state->handle) : CUDA_ERROR_NOT_INITIALIZED;
+    setRecordDepth(k);
+    if (r != CUDA_SUCCESS) {
+        logError("{}: a guard that outlived its thread ended this thread's {} of {}, and pushing it back failed "
+                 "with {}: the entry ends here",
+                 who, kindName(ts.kindOf(k)), describeContext(*state), resultName(r));
+        (void)endTop(ts, k, state); // drops the handle it kept
+    }
+    if (abandoned) {
+        recordForeignEnd(ts, state, 0, who);
+        endAbandonedUse(state);
+    } else {
+        logError("{}: a guard that is not this thread's ended its {} of {}; put back", who, kindName(ts.kindOf(k)),
+                 describeContext(*state));
+    }
+    return true;
 }
 
 namespace {

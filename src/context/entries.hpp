@@ -34,6 +34,15 @@ Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const
 /// entry is ended there, recording Errc::invalid_state, and this thread's stack is left alone.
 Context endGuardEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const char* who) noexcept;
 
+/// Called when this thread leaves `state` (leftFlaggedContext) while the context has a guard that
+/// outlived its thread (ContextState::kAbandonedGuard): whether the entry just above this thread's
+/// depth, of `state`, keeps a handle (a push, an adoption, a binding). No guard's inline exit ends
+/// such an entry of its own thread, so the exit was that abandoned guard's, this thread reusing the
+/// exited one's storage, and it popped this thread's entry. Then it is pushed back (record and driver
+/// as they were), the guard's use ends, Errc::invalid_state is recorded on the context, and true is
+/// returned. Never throws.
+bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noexcept;
+
 /// The rest of a pop of this thread's top entry `k` whose driver call failed (`r`) or popped another
 /// context (`popped`): repairs the driver's stack as far as it can, records the mismatch on the
 /// context and ends the entry.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "context/thread_state.hpp"
 
+#include "context/entries.hpp"
+
 #include "context/context_access.hpp"
 
 #include "check/check.hpp"
@@ -153,8 +155,10 @@ ThreadState::~ThreadState()
         const std::uint32_t depth = recordDepth();
         try {
             for (std::uint32_t k = 1; k <= depth; ++k)
-                if (kindOf(k) == StackEntryKind::guard)
+                if (kindOf(k) == StackEntryKind::guard) {
                     abandonedEntries().push_back({&record->entries[k], entryAt(k)});
+                    entryAt(k)->leaveFlags.fetch_or(ContextState::kAbandonedGuard, std::memory_order_relaxed);
+                }
         } catch (...) {
             // Out of memory: such a guard's context may then be destroyed before the guard ends.
         }
@@ -242,6 +246,12 @@ bool ThreadState::claimGreen(ContextState* state)
 
 void leftFlaggedContext(ContextState* state) noexcept
 {
+    // First, before anything ends: a guard that outlived its thread may just have ended this thread's
+    // push or adoption of the context, lying where the guard's entry did (entries.hpp).
+    if (ThreadState* ts = t_threadState;
+        ts != nullptr && (state->leaveFlags.load(std::memory_order_relaxed) & ContextState::kAbandonedGuard) != 0 &&
+        restoreEntryEndedByAbandonedGuard(*ts, state))
+        return;
     // Still entered lower on this thread's stack: nothing ends yet.
     if (const ThreadState* ts = t_threadState; ts != nullptr && ts->hasEntry(state))
         return;

@@ -402,6 +402,77 @@ TEST_CASE("a guard that outlived its thread, ended where a later thread reuses i
     CHECK(live() == before);
 }
 
+TEST_CASE("a guard that outlived its thread leaves alone a push, adoption or binding of its context where it lay",
+          "[record]")
+{
+    // The later thread's own entry of the same context lies where the exited thread's guard's did: the
+    // guard's inline exit finds its place on top and the driver pops its context, yet the entry is
+    // not the guard's. Taken for the guard's, the entry's handle leaked, and the mark that says it
+    // keeps one stayed on its place, so that a later guard there was popped as a push, dropping a
+    // handle it never took (its context destroyed under a live Context).
+    const long before = live();
+    for (int kind = 0; kind < 3; ++kind) {
+        DYNAMIC_SECTION("the later thread's entry: " << (kind == 0 ? "push" : kind == 1 ? "adoption" : "binding"))
+        {
+            std::optional<Context> x(Context::create(Device::get(0)));
+            Context y = Context::create(Device::get(0));
+            std::unique_ptr<ContextGuard> orphan;
+            const void* makerRecord = nullptr;
+            onNewThread([&] {
+                makerRecord = &cuctx::detail::t_record;
+                {
+                    ContextGuard warm(*x); // registers the thread: the next guard takes the inline path
+                }
+                orphan = std::make_unique<ContextGuard>(*x); // entry 1 of a record that is about to go
+            });
+            bool reused = false;
+            onNewThread([&] {
+                reused = &cuctx::detail::t_record == makerRecord; // glibc reuses a joined thread's stack
+                {
+                    std::optional<cuctx::ContextBinding> binding;
+                    if (kind == 0)
+                        ContextStack::push(*x);
+                    else if (kind == 1)
+                        ContextStack::adopt(*x);
+                    else
+                        binding.emplace(*x);
+                    const auto snapshot = ContextStack::snapshot();
+                    REQUIRE(snapshot.size() == 1);
+                    orphan.reset();
+                    // This thread's entry is still there, current and of its kind; the misuse is recorded.
+                    const auto after = ContextStack::snapshot();
+                    REQUIRE(after.size() == 1);
+                    CHECK(after[0].kind == snapshot[0].kind);
+                    CHECK(after[0].handle == x->native());
+                    CHECK(rawCurrent() == x->native());
+                    CHECK(errcOf([&] { x->checkRecordedError(); }) == Errc::invalid_state);
+                    CHECK(usable());
+                    if (kind == 0)
+                        CHECK(ContextStack::pop() == *x);
+                    else if (kind == 1)
+                        ContextStack::release();
+                }
+                checkUnchanged(0, nullptr);
+                // A guard on another context where the entry lay is a guard, not a push or adoption.
+                ContextGuard gy(y);
+                const auto snapshot = ContextStack::snapshot();
+                REQUIRE(snapshot.size() == 1);
+                CHECK(snapshot[0].kind == "guard");
+                CHECK(errcOf([] { (void)ContextStack::pop(); }) == Errc::invalid_state);
+                CHECK(usable());
+            });
+            if (!reused)
+                WARN("the later thread did not reuse the exited one's storage: the other-thread path ran");
+            CHECK(live() == before + 2);
+            x.reset();
+            CHECK(live() == before + 1); // x's handles are all gone: destroyed, none leaked
+            ContextGuard gy(y);
+            CHECK(usable());
+        }
+    }
+    CHECK(live() == before);
+}
+
 TEST_CASE("the last handle dropped under nested entries goes with the thread's last entry of it", "[record]")
 {
     const long before = live();

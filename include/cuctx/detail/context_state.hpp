@@ -36,9 +36,14 @@ struct ContextState {
     // What entering and leaving the context must do beyond the thread's record, in one byte on the
     // handle's line, so that a switching guard reads it with the handle: kOrphaned (no handle left:
     // the last use may destroy it), kGreen (a green context: entering claims it for the thread, the
-    // thread's last entry releases it). Either sends the guard out of line. Kept off the line below.
+    // thread's last entry releases it), kAbandonedGuard (below). Any sends the guard out of line. Kept
+    // off the line below.
     static constexpr std::uint8_t kOrphaned = 1;
     static constexpr std::uint8_t kGreen = 2;
+    // kAbandonedGuard: a guard of it outlived its thread (AbandonedEntry) and has not ended yet. Its
+    // inline exit, on a thread that reuses the exited one's storage, may end that thread's entry of the
+    // context at the same place; leaving looks (leftFlaggedContext).
+    static constexpr std::uint8_t kAbandonedGuard = 4;
     std::atomic<std::uint8_t> leaveFlags{0};
     // A failure seen where it could not be thrown (a destructor), recorded in `sticky` for the next
     // fallible call, which reads this flag: kept off the line that every Context copy writes, so that
