@@ -281,6 +281,21 @@ void releaseHandle(ContextState* state) noexcept
 
 void destroyIfUnused(ContextState* state) noexcept
 {
+    if (inHostCallback()) [[unlikely]] {
+        // The last use of an orphaned context ended in a host callback (a guard that outlived its
+        // thread, destroyed there), where the driver refuses the destruction: the queue takes a
+        // handle, as a revival does (acquireLiveContextLocked), and its release on an ordinary thread
+        // destroys the context then if nothing uses it.
+        {
+            std::lock_guard lock(registryMutex());
+            long none = 0;
+            if (state->destroyed || !state->handles.compare_exchange_strong(none, 1, std::memory_order_acq_rel))
+                return; // destroyed already, or a handle again: that handle's release decides
+            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+        }
+        deferCountedHandle(state);
+        return;
+    }
     tryDestroy(state);
 }
 

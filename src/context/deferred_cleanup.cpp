@@ -81,6 +81,11 @@ void deferRelease(ContextState* state) noexcept
     // Nobody else holds a handle any more, and the context is not orphaned yet: restoring the count
     // and giving it to the queue makes the queue the last owner.
     state->handles.fetch_add(1, std::memory_order_relaxed);
+    deferCountedHandle(state);
+}
+
+void deferCountedHandle(ContextState* state) noexcept
+{
     Deferred item;
     item.keepAlive = ContextAccess::fromCountedState(state);
     enqueue(std::move(item));

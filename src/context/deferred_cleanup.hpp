@@ -42,6 +42,10 @@ void deferCleanup(ContextState* context, std::function<bool()> cleanup) noexcept
 /// that the context is destroyed later, outside the callback.
 void deferRelease(ContextState* state) noexcept;
 
+/// Queues a handle of `state` that the caller has counted already: its release, later on an ordinary
+/// thread, destroys the context if nothing uses it then.
+void deferCountedHandle(ContextState* state) noexcept;
+
 extern std::atomic<bool> g_cleanupDeferred;
 [[gnu::cold]] void runDeferredCleanupNow() noexcept;
 

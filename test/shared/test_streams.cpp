@@ -22,7 +22,9 @@
 #include <future>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 using cuctx::Context;
@@ -374,6 +376,34 @@ struct HeldByCallback {
 };
 
 } // namespace
+
+TEST_CASE("a context whose last use ends inside a host callback is destroyed outside it", "[stream]")
+{
+    // Its last handle went while a guard of an exited thread kept it in use; that guard, destroyed in
+    // a host callback (misuse), ends the use there, where the driver refuses cuCtxDestroy. Destroyed
+    // on the spot, the context leaked: cuctx forgot it after the refusal.
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const int contextsBefore = cuctx_fake_live_contexts();
+#endif
+    const long liveBefore = cuctx::liveObjects().contexts;
+    Context host = Context::create(Device::get(0));
+    Stream stream(host);
+    {
+        std::optional<Context> x(Context::create(Device::get(0)));
+        std::unique_ptr<cuctx::ContextGuard> outlived;
+        std::thread([&] { outlived = std::make_unique<cuctx::ContextGuard>(*x); }).join();
+        x.reset(); // the last handle: the guard keeps it in use
+        CHECK(cuctx::liveObjects().contexts == liveBefore + 2);
+        stream.hostCallback([&] { outlived.reset(); });
+        stream.synchronize(); // runs what the callback left to an ordinary thread
+    }
+    CHECK(cuctx::liveObjects().contexts == liveBefore + 1); // host only
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_contexts() == contextsBefore + 1);
+#endif
+    cuctx::ContextGuard guard(host);
+    CHECK(cuctx::test::raw().cuCtxSynchronize() == CUDA_SUCCESS);
+}
 
 TEST_CASE("the last handles dropped inside a host callback are cleaned up outside it, and nothing leaks", "[stream]")
 {
