@@ -25,7 +25,9 @@ public:
     /// adopted here, or guards or pushes already on this thread's stack, are Errc::invalid_state; an
     /// empty handle Errc::invalid_argument; never an error recorded on the context.
     explicit ContextBinding(const Context& context);
-    /// Releases the adoption it made (ContextStack::release); a failure is logged, never thrown.
+    /// Releases the adoption it made (as ContextStack::release does); a failure is logged, never
+    /// thrown. An error recorded on the context (Context::checkRecordedError) stays recorded for the
+    /// context's next fallible call.
     ~ContextBinding();
     ContextBinding(const ContextBinding&) = delete;
     ContextBinding& operator=(const ContextBinding&) = delete;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuctx/context_binding.hpp"
 
+#include "context/entries.hpp"
 #include "cuctx/context_stack.hpp"
 #include "cuctx/error.hpp"
 #include "log/log.hpp"
@@ -22,7 +23,9 @@ ContextBinding::~ContextBinding()
     if (!adoptedHere_)
         return;
     try {
-        ContextStack::release();
+        // Not ContextStack::release(): it would report (and so consume) an error another thread's misuse
+        // recorded on the context, which the context's next fallible call reports instead.
+        (void)detail::endAdoption("cuctx::ContextBinding");
     } catch (const Error& e) {
         detail::logError("ContextBinding: {}", e.what());
     }

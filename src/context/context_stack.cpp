@@ -89,19 +89,22 @@ void ContextStack::adopt(const Context& context)
     (void)detail::pushEntry(ts, &state, StackEntryKind::adopted, "cuctx::ContextStack::adopt");
 }
 
-void ContextStack::release()
+Context detail::endAdoption(const char* who)
 {
     ThreadState& ts = detail::threadState();
     if (!hasAdoption(&ts))
-        detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release", "this thread has adopted no context",
+        detail::throwError(Errc::invalid_state, who, "this thread has adopted no context",
                            "Call release() only after adopt()");
     if (detail::recordDepth() != 1)
-        detail::throwError(Errc::invalid_state, "cuctx::ContextStack::release",
-                           "guards or pushes are still above the adopted context",
+        detail::throwError(Errc::invalid_state, who, "guards or pushes are still above the adopted context",
                            "Release the adoption after they end");
-    detail::ContextState& state = *detail::entryAt(1);
-    Context owner = detail::popEntry(ts, &detail::t_record.entries[1], &state, "cuctx::ContextStack::release");
-    detail::throwSticky(state);
+    return detail::popEntry(ts, &detail::t_record.entries[1], detail::entryAt(1), who);
+}
+
+void ContextStack::release()
+{
+    const Context owner = detail::endAdoption("cuctx::ContextStack::release");
+    detail::throwSticky(*detail::ContextAccess::state(owner));
 }
 
 Context ContextStack::adopted()

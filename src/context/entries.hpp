@@ -48,6 +48,12 @@ bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noe
 /// context and ends the entry.
 Context finishFailedPop(ThreadState& ts, std::uint32_t k, CUresult r, CUcontext popped, const char* who) noexcept;
 
+/// Ends this thread's adoption (ContextStack::release, ~ContextBinding): Errc::invalid_state, naming
+/// `who`, if there is none or entries lie above it. Returns the handle the adoption kept. Leaves an
+/// error recorded on the context for its next fallible call: release() reports it, a binding's end
+/// does not.
+Context endAdoption(const char* who);
+
 /// Compares cuctx's record with cuCtxGetCurrent; on a difference, the text that shows both.
 std::optional<std::string> describeDrift(ThreadState& ts, CUcontext* actual = nullptr);
 

@@ -912,13 +912,34 @@ TEST_CASE("an error another thread recorded on a context does not stop a push, a
                         CHECK_NOTHROW(binding.emplace(a));
                         CHECK(rawCurrent() == a.native());
                     }
-                    // Its end reported it: logged, since a destructor never throws.
-                    CHECK_NOTHROW(a.checkRecordedError());
+                    // Its end leaves it recorded (a destructor cannot throw it, and logging it would
+                    // lose it): the context's next fallible call reports it.
+                    CHECK(errcOf([&] { a.checkRecordedError(); }) == Errc::stack_mismatch);
                 }
                 checkUnchanged(0, nullptr);
             });
         }
     }
+}
+
+TEST_CASE("an error recorded on a context while a binding has it adopted outlives the binding", "[record]")
+{
+    Context a = Context::create(Device::get(0));
+    Context b = Context::create(Device::get(0));
+    onNewThread([&] {
+        {
+            cuctx::ContextBinding binding(a); // a worker's binding (runOnEach makes the same)
+            onNewThread([&] {
+                auto first = std::make_unique<ContextGuard>(a);
+                ContextGuard second(b);
+                first.reset(); // out of order: stack_mismatch recorded on a
+            });
+            CHECK(rawCurrent() == a.native());
+        }
+        checkUnchanged(0, nullptr);
+    });
+    CHECK(errcOf([&] { a.checkRecordedError(); }) == Errc::stack_mismatch);
+    CHECK_NOTHROW(a.checkRecordedError()); // reported once
 }
 
 TEST_CASE("a thread-local guard left open at thread exit is safe and releases its context", "[record]")
