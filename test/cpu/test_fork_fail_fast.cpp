@@ -7,6 +7,9 @@
 #include "../shared/process_helpers.hpp"
 #include "fake_env.hpp"
 
+#include "cuctx/context.hpp"
+#include "cuctx/context_guard.hpp"
+#include "cuctx/context_stack.hpp"
 #include "cuctx/device.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
@@ -44,4 +47,34 @@ TEST_CASE("a child forked after initialisation gets forked_after_init, before an
     CHECK(status == 0);
     // The parent is untouched.
     CHECK(cuctx::Device::count() == 2);
+}
+
+TEST_CASE("in a child forked after initialisation, ending what the parent entered undoes cuctx's record alone",
+          "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    const cuctx::Context a = cuctx::Context::create(cuctx::Device::get(0));
+    const cuctx::Context b = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::ContextStack::push(a);
+    const int status = cuctx::test::inChild([&] {
+        const long callsBefore = cuctx_fake_total_calls();
+        try {
+            if (cuctx::ContextStack::pop() != a)
+                return 1;
+        } catch (...) {
+            return 2; // the docs (contexts.md, fork()) promise no error
+        }
+        if (cuctx::ContextStack::depth() != 0)
+            return 3;
+        try {
+            cuctx::ContextGuard guard(b); // something new: refused
+            return 4;
+        } catch (const cuctx::Error& e) {
+            if (e.condition() != cuctx::Errc::forked_after_init)
+                return 5;
+        }
+        return cuctx_fake_total_calls() == callsBefore ? 0 : 6;
+    });
+    CHECK(status == 0);
+    CHECK(cuctx::ContextStack::pop() == a); // the parent's push is its own
 }
