@@ -62,17 +62,19 @@ void ContextGuard::popFailed(ContextState* state, RecordEntry* entry, CUresult r
     }
     // The inline exit found the entry on top of this thread's record: the thread is registered.
     ThreadState& ts = *detail::t_threadState;
-    if (entry->load(std::memory_order_relaxed) != state) {
-        // The top of this thread's record is another context's entry where this guard's lay: a guard
-        // whose thread exited, ended where this thread reuses that storage. The pop took this thread's
-        // own context: push it back, then end the guard as the exited thread's.
+    const auto k = static_cast<std::uint32_t>(entry - detail::t_record.entries);
+    if (entry->load(std::memory_order_relaxed) != state || ts.kindOf(k) != detail::StackEntryKind::guard) {
+        // The top of this thread's record, where this guard's entry lay, is another context's entry or
+        // one that keeps a handle (a push, an adoption: no live guard's own entry does): a guard whose
+        // thread exited, ended where this thread reuses that storage. What the pop took (this thread's
+        // context, or one that code outside cuctx pushed over it) goes back; then the guard ends as the
+        // exited thread's.
         if (result == CUDA_SUCCESS && detail::api().cuCtxPushCurrent(popped) != CUDA_SUCCESS)
             detail::logError("cuctx::ContextGuard: could not push back this thread's context after ending a guard of "
                              "a thread that exited");
         (void)detail::endGuardEntry(ts, entry, state, "cuctx::ContextGuard");
         return;
     }
-    const auto k = static_cast<std::uint32_t>(entry - detail::t_record.entries);
     (void)detail::finishFailedPop(ts, k, result, popped, "cuctx::ContextGuard");
 }
 

@@ -409,10 +409,15 @@ TEST_CASE("a guard that outlived its thread leaves alone a push, adoption or bin
     // guard's inline exit finds its place on top and the driver pops its context, yet the entry is
     // not the guard's. Taken for the guard's, the entry's handle leaked, and the mark that says it
     // keeps one stayed on its place, so that a later guard there was popped as a push, dropping a
-    // handle it never took (its context destroyed under a live Context).
+    // handle it never took (its context destroyed under a live Context). With code outside cuctx
+    // having pushed another context over that entry (drift), the guard's pop takes that one instead.
     const long before = live();
-    for (int kind = 0; kind < 3; ++kind) {
-        DYNAMIC_SECTION("the later thread's entry: " << (kind == 0 ? "push" : kind == 1 ? "adoption" : "binding"))
+    for (int kind = 0; kind < 6; ++kind) {
+        const bool drift = kind >= 3;
+        DYNAMIC_SECTION("the later thread's entry: " << (kind % 3 == 0   ? "push"
+                                                         : kind % 3 == 1 ? "adoption"
+                                                                         : "binding")
+                                                     << (drift ? ", a raw push over it" : ""))
         {
             std::optional<Context> x(Context::create(Device::get(0)));
             Context y = Context::create(Device::get(0));
@@ -430,26 +435,34 @@ TEST_CASE("a guard that outlived its thread leaves alone a push, adoption or bin
                 reused = &cuctx::detail::t_record == makerRecord; // glibc reuses a joined thread's stack
                 {
                     std::optional<cuctx::ContextBinding> binding;
-                    if (kind == 0)
+                    if (kind % 3 == 0)
                         ContextStack::push(*x);
-                    else if (kind == 1)
+                    else if (kind % 3 == 1)
                         ContextStack::adopt(*x);
                     else
                         binding.emplace(*x);
                     const auto snapshot = ContextStack::snapshot();
                     REQUIRE(snapshot.size() == 1);
+                    if (drift)
+                        REQUIRE(raw().cuCtxPushCurrent(y.native()) == CUDA_SUCCESS);
                     orphan.reset();
-                    // This thread's entry is still there, current and of its kind; the misuse is recorded.
+                    // This thread's entry is still there, of its kind, and the driver's stack as it was;
+                    // the misuse is recorded.
                     const auto after = ContextStack::snapshot();
                     REQUIRE(after.size() == 1);
                     CHECK(after[0].kind == snapshot[0].kind);
                     CHECK(after[0].handle == x->native());
-                    CHECK(rawCurrent() == x->native());
+                    CHECK(rawCurrent() == (drift ? y.native() : x->native()));
                     CHECK(errcOf([&] { x->checkRecordedError(); }) == Errc::invalid_state);
                     CHECK(usable());
-                    if (kind == 0)
+                    if (drift) {
+                        CUcontext popped = nullptr;
+                        REQUIRE(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+                        CHECK(popped == y.native());
+                    }
+                    if (kind % 3 == 0)
                         CHECK(ContextStack::pop() == *x);
-                    else if (kind == 1)
+                    else if (kind % 3 == 1)
                         ContextStack::release();
                 }
                 checkUnchanged(0, nullptr);
