@@ -95,7 +95,8 @@ public:
     explicit operator bool() const noexcept { return state_ != nullptr; }
     /// Drops this handle. The last handle destroys the context (or releases its primary retain)
     /// here, or, while a thread still has it entered, on that thread when its use ends; inside a
-    /// stream host callback, later on an ordinary thread. A borrowed context is never destroyed.
+    /// stream host callback (cuctx's, or one launched with cuLaunchHostFunc), where the driver refuses
+    /// it, later on an ordinary thread. A borrowed context is never destroyed.
     void reset() noexcept;
 
     /// The context's device.

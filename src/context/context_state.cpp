@@ -115,12 +115,32 @@ void retire(ContextState* state) noexcept
     }
 }
 
+// Whether the driver refuses context calls on this thread: inside a host callback, cuctx's
+// (Stream::hostCallback) or one launched without cuctx (cuLaunchHostFunc, cudaLaunchHostFunc), where
+// it answers CUDA_ERROR_NOT_PERMITTED (driver-facts.md). The probe for the latter is a push and a pop
+// of the context, which is alive (the caller holds the registry mutex and found it not destroyed).
+bool contextCallsRefusedHere(const ContextState& state) noexcept
+{
+    if (inHostCallback())
+        return true;
+    const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
+    if (d == nullptr)
+        return false; // a forked child: the destruction reports it
+    const CUresult r = d->cuCtxPushCurrent(state.handle);
+    if (r == CUDA_SUCCESS) {
+        CUcontext popped = nullptr;
+        (void)d->cuCtxPopCurrent(&popped);
+    }
+    return r == CUDA_ERROR_NOT_PERMITTED;
+}
+
 void tryDestroy(ContextState* state) noexcept
 {
     // Logged after the lock is released: cuctx never calls a log sink while holding a lock of its own
     // (a sink may call back into cuctx, or take a lock that a thread calling cuctx holds). The state
     // may be freed by the thread that uses it as soon as the lock is released: describe it before.
     std::string deferred;
+    bool refusedHere = false;
     {
         std::lock_guard lock(registryMutex());
         if (state->destroyed)
@@ -137,6 +157,15 @@ void tryDestroy(ContextState* state) noexcept
             // (a Module::cached reference) after the last one went. That copy keeps it alive; its
             // release orphans it again. (Read after the uses: the copier counted before it left.)
             return;
+        } else if (contextCallsRefusedHere(*state)) {
+            // In a host callback (cuctx's or one launched without it), where the driver refuses the
+            // destruction: the deferred-cleanup queue takes a handle, as a revival does, and its release
+            // on an ordinary thread destroys the context then if nothing uses it.
+            long none = 0;
+            if (!state->handles.compare_exchange_strong(none, 1, std::memory_order_acq_rel))
+                return; // a handle again meanwhile: its release decides
+            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+            refusedHere = true;
         } else {
             // No thread's record names it (entries above a thread's depth are never read): its address
             // may be reused as soon as it is freed.
@@ -145,6 +174,10 @@ void tryDestroy(ContextState* state) noexcept
             auto& states = liveStatesLocked();
             states.erase(std::remove(states.begin(), states.end(), state), states.end());
         }
+    }
+    if (refusedHere) {
+        deferCountedHandle(state);
+        return;
     }
     if (!deferred.empty()) {
         logDebug("last handle of {} dropped while in use: destruction deferred to the end of that use", deferred);
@@ -281,22 +314,7 @@ void releaseHandle(ContextState* state) noexcept
 
 void destroyIfUnused(ContextState* state) noexcept
 {
-    if (inHostCallback()) [[unlikely]] {
-        // The last use of an orphaned context ended in a host callback (a guard that outlived its
-        // thread, destroyed there), where the driver refuses the destruction: the queue takes a
-        // handle, as a revival does (acquireLiveContextLocked), and its release on an ordinary thread
-        // destroys the context then if nothing uses it.
-        {
-            std::lock_guard lock(registryMutex());
-            long none = 0;
-            if (state->destroyed || !state->handles.compare_exchange_strong(none, 1, std::memory_order_acq_rel))
-                return; // destroyed already, or a handle again: that handle's release decides
-            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
-        }
-        deferCountedHandle(state);
-        return;
-    }
-    tryDestroy(state);
+    tryDestroy(state); // which defers where the driver refuses it (a host callback)
 }
 
 std::vector<long> threadsUsing(const ContextState& state)

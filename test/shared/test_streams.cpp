@@ -405,6 +405,43 @@ TEST_CASE("a context whose last use ends inside a host callback is destroyed out
     CHECK(cuctx::test::raw().cuCtxSynchronize() == CUDA_SUCCESS);
 }
 
+TEST_CASE("a context whose last handle goes in a host callback launched without cuctx is destroyed outside it",
+          "[stream]")
+{
+    // A framework's callback (cudaLaunchHostFunc, cuLaunchHostFunc) that holds a cuctx Context: the
+    // driver refuses cuCtxDestroy there too, and cuctx cannot tell it from its own flag.
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    const int contextsBefore = cuctx_fake_live_contexts();
+#endif
+    const long liveBefore = cuctx::liveObjects().contexts;
+    Context host = Context::create(Device::get(0));
+    Stream stream(host);
+    struct Held {
+        std::optional<Context> context;
+        CUresult push = CUDA_SUCCESS; // what the driver answers a push there (driver-facts.md: refused)
+    };
+    Held held{Context::create(Device::get(0))};
+    const CUhostFn dropIt = [](void* p) {
+        auto& h = *static_cast<Held*>(p);
+        h.push = cuctx::test::raw().cuCtxPushCurrent(h.context->native());
+        if (h.push == CUDA_SUCCESS) {
+            CUcontext popped = nullptr;
+            (void)cuctx::test::raw().cuCtxPopCurrent(&popped);
+        }
+        h.context.reset();
+    };
+    {
+        cuctx::ContextGuard guard(host);
+        REQUIRE(cuctx::test::raw().cuLaunchHostFunc(stream.native(), dropIt, &held) == CUDA_SUCCESS);
+    }
+    stream.synchronize(); // waits for the callback, then runs what it left to an ordinary thread
+    CHECK(held.push == CUDA_ERROR_NOT_PERMITTED);
+    CHECK(cuctx::liveObjects().contexts == liveBefore + 1); // host only
+#ifdef CUCTX_TEST_FAKE_DRIVER
+    CHECK(cuctx_fake_live_contexts() == contextsBefore + 1);
+#endif
+}
+
 TEST_CASE("the last handles dropped inside a host callback are cleaned up outside it, and nothing leaks", "[stream]")
 {
     cuctx::test::ErrorLog errors;
