@@ -115,6 +115,17 @@ void retire(ContextState* state) noexcept
     }
 }
 
+// Under the registry mutex: one more handle of `state`. One that had none (orphaned, its last handle
+// gone while a thread still uses it) is no longer orphaned: tryDestroy checks the handles under this
+// mutex before it destroys, so the new handle keeps it alive; guards on it go inline again, and its
+// next last handle orphans it anew (a release that raced to zero may set the flag again after this:
+// harmless, as tryDestroy checks).
+void reviveLocked(ContextState* state) noexcept
+{
+    if (state->handles.fetch_add(1, std::memory_order_acq_rel) == 0)
+        state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+}
+
 // Whether the driver refuses context calls on this thread: inside a host callback, cuctx's
 // (Stream::hostCallback) or one launched without cuctx (cuLaunchHostFunc, cudaLaunchHostFunc), where
 // it answers CUDA_ERROR_NOT_PERMITTED (driver-facts.md). The probe for the latter is a push and a pop
@@ -161,10 +172,7 @@ void tryDestroy(ContextState* state) noexcept
             // In a host callback (cuctx's or one launched without it), where the driver refuses the
             // destruction: the deferred-cleanup queue takes a handle, as a revival does, and its release
             // on an ordinary thread destroys the context then if nothing uses it.
-            long none = 0;
-            if (!state->handles.compare_exchange_strong(none, 1, std::memory_order_acq_rel))
-                return; // a handle again meanwhile: its release decides
-            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+            reviveLocked(state);
             refusedHere = true;
         } else {
             // No thread's record names it (entries above a thread's depth are never read): its address
@@ -236,12 +244,8 @@ ContextState* acquireLiveContextLocked(CUcontext handle) noexcept
         if (state->handle != handle || state->destroyed)
             continue;
         // An orphaned context (its last handle gone, a thread still using it) gets a handle again:
-        // a second state for the same CUcontext would be destroyed under this one (tryDestroy checks
-        // the handles under this mutex before it destroys, so the new handle keeps it alive). It is no
-        // longer orphaned: guards on it go inline again, and its next last handle orphans it anew (a
-        // release that raced to zero may set the flag again after this: harmless, as tryDestroy checks).
-        if (state->handles.fetch_add(1, std::memory_order_acq_rel) == 0)
-            state->leaveFlags.fetch_and(static_cast<std::uint8_t>(~ContextState::kOrphaned), std::memory_order_relaxed);
+        // a second state for the same CUcontext would be destroyed under this one.
+        reviveLocked(state);
         return state;
     }
     return nullptr;

@@ -183,6 +183,22 @@ void endAbandonedUse(ContextState* state) noexcept
         destroyIfUnused(state);
 }
 
+// Ends (entry, state) as a guard whose thread exited, if it is one (abandonedEntries): takes it off the
+// list, records Errc::invalid_state on the context and ends the guard's use. Whether it was one.
+bool endIfAbandoned(const ThreadState& ts, const RecordEntry* entry, ContextState* state, const char* who) noexcept
+{
+    bool abandoned = false;
+    {
+        std::lock_guard lock(registryMutex());
+        abandoned = takeAbandonedLocked(entry, state);
+    }
+    if (abandoned) {
+        recordForeignEnd(ts, state, 0, who);
+        endAbandonedUse(state);
+    }
+    return abandoned;
+}
+
 // A guard ended on a thread other than the one that made it (ContextGuard is thread-bound). Its
 // context stays pushed on the driver's stack of the thread that made it, which this thread cannot
 // touch; its entry there becomes a push, as if that thread had called ContextStack::push. This
@@ -283,18 +299,8 @@ Context endGuardEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, 
         const auto k = static_cast<std::uint32_t>(entry - record.entries);
         const bool own = k <= recordDepth() && entry->load(std::memory_order_relaxed) == state &&
                          ts.kindOf(k) == StackEntryKind::guard;
-        if (!own) {
-            bool abandoned = false;
-            {
-                std::lock_guard lock(registryMutex());
-                abandoned = takeAbandonedLocked(entry, state);
-            }
-            if (abandoned) {
-                recordForeignEnd(ts, state, 0, who);
-                endAbandonedUse(state);
-                return {};
-            }
-        }
+        if (!own && endIfAbandoned(ts, entry, state, who))
+            return {};
     }
     return popEntry(ts, entry, state, who);
 }
@@ -304,12 +310,6 @@ bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noe
     const std::uint32_t k = recordDepth() + 1;
     if (k >= kRecordEntries || (ts.owned.load(std::memory_order_relaxed) & bit(k)) == 0 || entryAt(k) != state)
         return false;
-    ThreadRecord& record = t_record;
-    bool abandoned = false;
-    {
-        std::lock_guard lock(registryMutex());
-        abandoned = takeAbandonedLocked(&record.entries[k], state);
-    }
     constexpr const char* who = "cuctx::ContextGuard";
     // The entry still holds the context (an inline exit only lowers the depth): the driver's push and
     // the depth put it back, with its handle and its kind.
@@ -322,13 +322,9 @@ bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noe
                  who, kindName(ts.kindOf(k)), describeContext(*state), resultName(r));
         (void)endTop(ts, k, state); // drops the handle it kept
     }
-    if (abandoned) {
-        recordForeignEnd(ts, state, 0, who);
-        endAbandonedUse(state);
-    } else {
+    if (!endIfAbandoned(ts, &t_record.entries[k], state, who))
         logError("{}: a guard that is not this thread's ended its {} of {}; put back", who, kindName(ts.kindOf(k)),
                  describeContext(*state));
-    }
     return true;
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "context/thread_state.hpp"
 
-#include "context/entries.hpp"
-
 #include "context/context_access.hpp"
+#include "context/entries.hpp"
 
 #include "check/check.hpp"
 #include "driver/driver_state.hpp"
