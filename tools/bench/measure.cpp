@@ -6,6 +6,7 @@
 #include "raw_driver.hpp"
 
 #include <alloca.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -32,6 +33,33 @@ double median(std::vector<double> v)
 double hitWindow(long hits)
 {
     return std::clamp(static_cast<double>(hits) * 1e-6, 0.01, 0.5);
+}
+
+// The CPUs this process may run on, as it started: read before main, so before any measurement pins
+// the main thread to one CPU (threads it starts inherit that).
+const std::vector<int> g_startCpus = [] {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+            if (CPU_ISSET(cpu, &set))
+                cpus.push_back(cpu);
+    return cpus;
+}();
+
+// Worker `t` of a multi-thread measurement on the t-th of those CPUs (wrapping), so that the
+// system's placement of the threads is the same for both sides of a comparison: left to the
+// scheduler, two threads share a CPU for a while in one run and not in the next, which moved
+// 16-thread ratios by several percent between runs. Unpinned where the system refuses.
+void pinWorker(int t)
+{
+    if (g_startCpus.empty())
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(g_startCpus[static_cast<std::size_t>(t) % g_startCpus.size()], &one);
+    (void)sched_setaffinity(0, sizeof one, &one);
 }
 
 void checked(CUresult r, const char* call)
@@ -102,6 +130,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     try {
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
+                pinWorker(t);
                 setUp();
                 start.arrive_and_wait();
                 if (!abandoned.load()) {
@@ -142,6 +171,7 @@ double concurrentRate(int threads, double seconds, int rounds, long perBatch, co
         pool.reserve(static_cast<std::size_t>(threads));
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
+                pinWorker(t);
                 ready.fetch_add(1);
                 while (!go.load(std::memory_order_acquire))
                     std::this_thread::yield();
