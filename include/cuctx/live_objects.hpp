@@ -14,11 +14,14 @@ namespace cuctx {
 /// \par Threading
 /// Thread-compatible value type.
 struct LiveObjects {
-    long contexts = 0; ///< created, retained primary and green contexts not yet destroyed or released
-    long modules = 0;  ///< loaded modules not yet unloaded (module cache included)
-    long streams = 0;  ///< Stream objects' streams
-    long events = 0;   ///< Event objects' events
-    long buffers = 0;  ///< DeviceBuffer allocations
+    /// Contexts cuctx holds: created, retained primary and green ones not yet destroyed or released,
+    /// and borrowed ones (Context::borrow) while a handle to them lives (cuctx forgets them when the
+    /// last goes, and never destroys them).
+    long contexts = 0;
+    long modules = 0; ///< loaded modules not yet unloaded (module cache included)
+    long streams = 0; ///< Stream objects' streams
+    long events = 0;  ///< Event objects' events
+    long buffers = 0; ///< DeviceBuffer allocations
     /// Whether every count is equal.
     bool operator==(const LiveObjects&) const = default;
 };
