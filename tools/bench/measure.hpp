@@ -57,7 +57,21 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// run: a thread the system deschedules counts fewer operations instead of stretching everyone's
 /// window, and a thread started late never runs alone at the end. The best of `rounds` windows.
 /// Thread t runs on the t-th CPU the process may use (wrapping; one thread: the first).
-double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch);
+double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch,
+                      int firstCpu = 0);
+
+/// `threads` threads at once against one thread alone, each side running `batch` in windows of
+/// `seconds` (concurrentRate, one window a run): `rounds` pairs of windows, alternating which goes
+/// first, the lone thread on the next CPU each round. Each side's best rate, and the median of the
+/// pairs' ratios: one window in which the lone thread runs unusually fast (on the H100 machine one
+/// thread read 51 to 109 Mops/s between windows of one process, while 16 threads' sum moved by a fifth)
+/// sets one pair's ratio, not the row's, and the lone thread is measured over the CPUs the many use.
+struct Scaling {
+    double one = 0;   ///< best rate of one thread (ops/s)
+    double many = 0;  ///< best aggregate rate of `threads` threads (ops/s)
+    double ratio = 0; ///< median of the pairs' many / one
+};
+Scaling measureScaling(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch);
 
 /// One thread (pinned to its CPU where allowed), `home` bound underneath as in a real program; each
 /// guard timed beside its reference in `rounds` pairs of runs of `iterations` (compareLoops).
@@ -115,6 +129,7 @@ struct ImageCacheCosts {
     double spanHit = 0;     ///< ns
     double oneThread = 0;   ///< hits/s
     double manyThreads = 0; ///< hits/s, all threads together
+    double scaling = 0;     ///< many threads over one (measureScaling's median ratio)
 };
 ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads);
 
