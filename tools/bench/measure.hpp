@@ -65,7 +65,7 @@ double concurrentRate(int threads, double seconds, int rounds, long perBatch, co
 /// first, the lone thread on the next CPU each round. Each side's best rate, and the median of the
 /// pairs' ratios: one window in which the lone thread runs unusually fast (on the H100 machine one
 /// thread read 51 to 109 Mops/s between windows of one process, while 16 threads' sum moved by a fifth)
-/// sets one pair's ratio, not the row's, and the lone thread is measured over the CPUs the many use.
+/// sets one pair's ratio, not the row's, and the lone thread runs on several of the CPUs the many use.
 struct Scaling {
     double one = 0;   ///< best rate of one thread (ops/s)
     double many = 0;  ///< best aggregate rate of `threads` threads (ops/s)
