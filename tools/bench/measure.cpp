@@ -52,13 +52,15 @@ const std::vector<int> g_startCpus = [] {
     return cpus;
 }();
 
-// Worker `t` of a multi-thread measurement on the t-th of those CPUs (wrapping), so that the
-// system's placement of the threads is the same for both sides of a comparison: left to the
-// scheduler, two threads share a CPU for a while in one run and not in the next, which moved
-// 16-thread ratios by several percent between runs. Unpinned where the system refuses.
-void pinWorker(int t)
+// Worker `t` of `threads` on the t-th of those CPUs (wrapping, for a lone thread placed further on),
+// so that the system's placement of the threads is the same for both sides of a comparison: left to
+// the scheduler, two threads share a CPU for a while in one run and not in the next, which moved
+// 16-thread ratios by several percent between runs. Left to the scheduler where there are more
+// threads than CPUs: pinned, the CPUs that got two would set the pace of a whole aggregateOps run.
+// Unpinned where the system refuses.
+void pinWorker(int t, int threads)
 {
-    if (g_startCpus.empty() || t < 0)
+    if (g_startCpus.empty() || t < 0 || static_cast<std::size_t>(threads) > g_startCpus.size())
         return;
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -134,7 +136,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     try {
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                pinWorker(t);
+                pinWorker(t, threads);
                 setUp();
                 start.arrive_and_wait();
                 if (!abandoned.load()) {
@@ -176,7 +178,7 @@ double concurrentRate(int threads, double seconds, int rounds, long perBatch, co
         pool.reserve(static_cast<std::size_t>(threads));
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                pinWorker(firstCpu + t);
+                pinWorker(firstCpu + t, threads);
                 ready.fetch_add(1);
                 while (!go.load(std::memory_order_acquire))
                     std::this_thread::yield();

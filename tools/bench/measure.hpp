@@ -48,7 +48,7 @@ Comparison compareLoops(long iterations, int rounds, const std::function<void(lo
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
 /// `setUp` and `tearDown` run on each thread outside that span. Thread t runs on the t-th CPU the
-/// process may use (wrapping), as in concurrentRate.
+/// process may use, as in concurrentRate (unpinned when there are more threads than CPUs).
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
@@ -56,7 +56,8 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// operations) again and again for the same window of `seconds`, measured by this thread while they
 /// run: a thread the system deschedules counts fewer operations instead of stretching everyone's
 /// window, and a thread started late never runs alone at the end. The best of `rounds` windows.
-/// Thread t runs on the t-th CPU the process may use (wrapping; one thread: the first).
+/// Thread t runs on CPU firstCpu + t of those the process may use (wrapping), unpinned when there are
+/// more threads than CPUs.
 double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch,
                       int firstCpu = 0);
 
