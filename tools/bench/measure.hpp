@@ -99,11 +99,13 @@ struct SharedCosts {
 };
 SharedCosts measureShared(const Context& shared, int threads, long tasks, bool ownContextsToo);
 
-/// Enqueueing an empty kernel: cuLaunchKernel against cuctx::launch, in interleaved rounds of
-/// `batch`, each round ending in an untimed synchronise (ns per launch).
+/// Enqueueing an empty kernel: cuLaunchKernel against cuctx::launch, in pairs of batches of `batch`
+/// (alternating which goes first), each batch followed by an untimed synchronise. Each side's median
+/// ns per launch, and the median of the pairs' ratios (cuctx over raw).
 struct LaunchCosts {
     double raw = 0;
     double cuctx = 0;
+    double ratio = 0;
     long launches = 0;
 };
 LaunchCosts measureLaunch(const Context& context, const Function& empty, long launches, long batch);
