@@ -4,7 +4,8 @@
 // compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process
 // (bench::compareLoops: the median over 301 pairs of short runs, each at another stack placement); then it prints the
 // low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
-// over 4 KiB instead.
+// over 4 KiB instead; `--code` times the real guard, the copy and the top layout (below) with their loops at four
+// offsets in a line of code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -15,6 +16,7 @@
 #include "measure.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -233,6 +235,58 @@ const void* g_guardAddress = nullptr;
     }
 }
 
+// --code: the same loops, each at four offsets within a 64-byte line of code (the function aligned to
+// 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far code placement
+// alone moves a layout's ratio, to tell a layout's gain from where the compiler put its loop.
+#define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
+template <int Pad>
+[[gnu::noinline, gnu::aligned(64)]] void guardLoopAt(const Context* const* contexts, std::size_t mask, long n)
+{
+    CUCTX_ANATOMY_PAD;
+    for (long i = 0; i < n; ++i)
+        ContextGuard g(*contexts[static_cast<std::size_t>(i) & mask]);
+}
+template <int Pad>
+[[gnu::noinline, gnu::aligned(64)]] void copyLoopAt(const Context* const* contexts, std::size_t mask, long n)
+{
+    CUCTX_ANATOMY_PAD;
+    for (long i = 0; i < n; ++i)
+        G<kAll> g(*contexts[static_cast<std::size_t>(i) & mask]);
+}
+template <int Pad>
+[[gnu::noinline, gnu::aligned(64)]] void topLoopAt(const Context* const* contexts, std::size_t mask, long n)
+{
+    CUCTX_ANATOMY_PAD;
+    for (long i = 0; i < n; ++i)
+        TopG<true> g(*contexts[static_cast<std::size_t>(i) & mask]);
+}
+#undef CUCTX_ANATOMY_PAD
+
+using LoopFn = void (*)(const Context* const*, std::size_t, long);
+
+void codePlacement(const Context* const* contexts, const CUcontext* handles)
+{
+    const std::pair<const char*, std::array<LoopFn, 4>> layouts[] = {
+        {"guard", {&guardLoopAt<0>, &guardLoopAt<16>, &guardLoopAt<32>, &guardLoopAt<48>}},
+        {"copy", {&copyLoopAt<0>, &copyLoopAt<16>, &copyLoopAt<32>, &copyLoopAt<48>}},
+        {"top", {&topLoopAt<0>, &topLoopAt<16>, &topLoopAt<32>, &topLoopAt<48>}},
+    };
+    for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
+        const std::size_t mask = count - 1;
+        const std::function<void(long)> raw = [&](long n) { rawLoop(handles, mask, n); };
+        std::printf("%zu contexts in turn, code offset 0 / 16 / 32 / 48 bytes:", count);
+        for (const auto& [name, loops] : layouts) {
+            std::printf(" | %s", name);
+            for (const LoopFn loop : loops) {
+                const bench::Comparison c =
+                    bench::compareLoops(50000, 201, raw, [&](long n) { loop(contexts, mask, n); });
+                std::printf(" %.3fx", c.ratio);
+            }
+        }
+        std::printf("\n");
+    }
+}
+
 unsigned lowBits(const void* p)
 {
     return static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(p) & 0xfff);
@@ -287,6 +341,10 @@ int main(int argc, char** argv)
         fatPointers.push_back(&f);
     if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
         sweep(contexts.data(), handles.data());
+        return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--code") == 0) {
+        codePlacement(contexts.data(), handles.data());
         return 0;
     }
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
