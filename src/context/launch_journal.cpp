@@ -6,14 +6,18 @@
 #include "check/device_faults.hpp"
 #include "context/context_access.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 namespace cuctx::detail {
 namespace {
@@ -52,11 +56,89 @@ bool retired(LaunchJournal& j, std::uint64_t n, std::uintptr_t stream)
     return false;
 }
 
+// Reads what a journal slot's file pointer points to. It is a string literal of the code that
+// launched (a SourceLocation), and that code may have been unloaded since (a plugin's dlclose),
+// leaving the pointer dangling: a plain read would fault in the middle of a fault report. The bytes
+// go through a pipe instead, whose write answers EFAULT for an unreadable address. One byte at a time
+// up to the terminating NUL (a larger read would run past the literal's end, which AddressSanitizer
+// rightly reports), at most kMaxBytes, each file read once per journal read. Cold: two system calls a
+// byte, for the few call sites a journal names.
+class FileNameReader {
+public:
+    FileNameReader() noexcept
+    {
+        if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
+            fds_[0] = fds_[1] = -1;
+    }
+    ~FileNameReader()
+    {
+        for (const int fd : fds_)
+            if (fd >= 0)
+                ::close(fd);
+    }
+    FileNameReader(const FileNameReader&) = delete;
+    FileNameReader& operator=(const FileNameReader&) = delete;
+
+    // Whether it can read at all (a pipe was made).
+    bool usable() const noexcept { return fds_[0] >= 0; }
+
+    // The name, printable ASCII only (others as '?': the address may now hold other bytes), or
+    // nullopt when nothing there can be read (or the reader is not usable).
+    std::optional<std::string> read(const char* file)
+    {
+        for (const auto& [seen, name] : read_)
+            if (seen == file)
+                return name;
+        std::optional<std::string> name = readNew(file);
+        read_.emplace_back(file, name);
+        return name;
+    }
+
+private:
+    static constexpr std::size_t kMaxBytes = 512;
+
+    // The byte at `at`, or nullopt where the kernel cannot read it.
+    std::optional<char> byteAt(const char* at) const noexcept
+    {
+        ssize_t n = 0;
+        do
+            n = ::write(fds_[1], at, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+            return std::nullopt; // EFAULT: not mapped, or not readable
+        char c = 0;
+        do
+            n = ::read(fds_[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        return n == 1 ? std::optional<char>(c) : std::nullopt;
+    }
+
+    std::optional<std::string> readNew(const char* file) const
+    {
+        if (!usable())
+            return std::nullopt;
+        std::string name;
+        for (std::size_t i = 0; i < kMaxBytes; ++i) {
+            const std::optional<char> c = byteAt(file + i);
+            if (!c)
+                return name.empty() ? std::nullopt : std::optional<std::string>(name + "...");
+            if (*c == '\0')
+                return name;
+            name += (*c >= ' ' && *c <= '~') ? *c : '?';
+        }
+        return name + "...";
+    }
+
+    int fds_[2] = {-1, -1};
+    std::vector<std::pair<const char*, std::optional<std::string>>> read_;
+};
+
 // The entries of one journal, oldest first. Reads each slot as a seqlock reader (acquire loads of
 // the fields, so that the second read of the sequence word cannot move before them); a slot being
 // rewritten (by a launch racing the reader) is left out.
 void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, std::size_t limit)
 {
+    FileNameReader files;
     const std::uint64_t end = j.next.load(std::memory_order_acquire);
     const std::uint64_t begin = end > LaunchJournal::kSlots ? end - LaunchJournal::kSlots : 0;
     for (std::uint64_t n = begin; n < end; ++n) {
@@ -86,11 +168,19 @@ void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, 
         std::snprintf(handle, sizeof handle, "0x%" PRIxPTR, stream);
         text += stream == 0 ? ", default stream" : std::string(", stream ") + handle;
         text += ", thread " + std::to_string(thread);
-        if (file != nullptr && file[0] != '\0') {
-            std::string_view f = file;
-            while (f.starts_with("../"))
-                f.remove_prefix(3);
-            text += ", at " + std::string(f) + ":" + std::to_string(line);
+        if (file != nullptr && !files.usable()) {
+            text += ", at ?:" + std::to_string(line); // no pipe (out of descriptors): not read
+        } else if (file != nullptr) {
+            if (const std::optional<std::string> name = files.read(file)) {
+                std::string_view f = *name;
+                while (f.starts_with("../"))
+                    f.remove_prefix(3);
+                if (!f.empty())
+                    text += ", at " + std::string(f) + ":" + std::to_string(line);
+            } else {
+                text += ", at line " + std::to_string(line) +
+                        " of a file that can no longer be read (code unloaded since?)";
+            }
         }
         out.push_back(std::move(text));
     }
