@@ -8,11 +8,13 @@
 
 #include "cuctx/driver.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -113,8 +115,10 @@ struct Flag {
     std::variant<int*, long*, std::size_t*, bool*> target;
 };
 
-/// Parses argv into `flags`; a word that is no flag goes to `positional` where one is given.
-/// False on anything else (the caller prints its usage).
+/// Parses argv into `flags`; a word that is no flag goes to `positional` where one is given. A
+/// number must be a whole positive one that its target holds (every count here is one): "0", "-5",
+/// "12x" and one too large for the target are refused. False on anything else (the caller prints
+/// its usage).
 inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags, std::string* positional = nullptr)
 {
     for (int i = 1; i < argc; ++i) {
@@ -135,8 +139,24 @@ inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
         }
         if (i + 1 >= argc)
             return false;
-        const long value = std::atol(argv[++i]);
-        std::visit([value](auto* t) { *t = static_cast<std::remove_pointer_t<decltype(t)>>(value); }, flag->target);
+        const std::string_view text = argv[++i];
+        const bool parsed = std::visit(
+            [text](auto* t) {
+                using T = std::remove_pointer_t<decltype(t)>;
+                if constexpr (std::is_same_v<T, bool>) {
+                    return false;
+                } else {
+                    T value{};
+                    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+                    if (error != std::errc() || end != text.data() + text.size() || value < 1)
+                        return false;
+                    *t = value;
+                    return true;
+                }
+            },
+            flag->target);
+        if (!parsed)
+            return false;
     }
     return true;
 }
