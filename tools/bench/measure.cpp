@@ -12,6 +12,7 @@
 #include <array>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,10 +23,16 @@
 namespace cuctx::bench {
 namespace {
 
+// The middle value, or the mean of the two middle ones; values that are not numbers (a ratio over a
+// time of 0) are left out.
 double median(std::vector<double> v)
 {
+    std::erase_if(v, [](double x) { return std::isnan(x); });
+    if (v.empty())
+        return 0.0;
     std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
+    const std::size_t mid = v.size() / 2;
+    return v.size() % 2 != 0 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
 // Pairs of windows (one thread, then all, or the other way round) of the 16-thread cache rows and of
@@ -330,7 +337,9 @@ LaunchCosts measureLaunch(const Context& context, const Function& empty, long la
     const CUfunction raw = empty.native();
     const LaunchConfig config{.grid = {1, 1, 1}, .block = {1, 1, 1}};
     batch = std::max(1L, batch);
-    const long rounds = std::max(1L, launches / batch);
+    // Pairs of batches: at least two, and an even number, so that each side goes first as often.
+    long rounds = std::max(2L, launches / batch);
+    rounds += rounds % 2;
     // ns per launch over one batch, then an untimed synchronise, so that neither side finds the
     // launch queue filled by the other.
     const auto timeBatch = [&](bool viaCuctx) {

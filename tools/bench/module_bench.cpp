@@ -121,9 +121,8 @@ int main(int argc, char** argv)
 
     if (!o.csv) {
         const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");
-        std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches in rounds of %ld, %ld cache hits, "
-                    "median of %d "
-                    "loads (driver disk cache %s)\n\n",
+        std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches a side in paired batches of %ld, %ld cache "
+                    "hits, median of %d loads (driver disk cache %s)\n\n",
                     device.name().c_str(), cuctx::Driver::version(), launches, o.batch, o.hits, o.loads,
                     cacheOff != nullptr && std::string(cacheOff) == "1" ? "DISABLED" : "enabled");
     }
