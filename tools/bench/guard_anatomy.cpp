@@ -4,8 +4,8 @@
 // compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process
 // (bench::compareLoops: the median over 301 pairs of short runs, each at another stack placement); then it prints the
 // low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
-// over 4 KiB instead; `--code` times the real guard, the copy and the top layout (below) with their loops at four
-// offsets in a line of code.
+// over 4 KiB instead; `--code` times the real guard, the copy and the top layout (below) with their loops shifted
+// four ways in a line of code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -237,9 +237,12 @@ const void* g_guardAddress = nullptr;
     }
 }
 
-// --code: the same loops, each at four offsets within a 64-byte line of code (the function aligned to
-// 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far code placement
-// alone moves a layout's ratio, to tell a layout's gain from where the compiler put its loop.
+// --code: the same loops, each shifted by 0, 16, 32 and 48 bytes within a 64-byte line of code (the
+// function aligned to 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far
+// code placement alone moves a layout's ratio, to tell a layout's gain from where the compiler put its
+// loop. The shifts are from where the compiler starts each loop, which differs between layouts: g++ 12
+// aligns the real guard's loop to 8 bytes (it starts at 56, 8, 24, 40) and the others' to 16 (0, 16,
+// 32, 48); clang 14 starts all three at 48, 0, 16, 32.
 #define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
 template <int Pad>
 [[gnu::noinline, gnu::aligned(64)]] void guardLoopAt(const Context* const* contexts, std::size_t mask, long n)
@@ -276,7 +279,7 @@ void codePlacement(const Context* const* contexts, const CUcontext* handles)
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
         const std::function<void(long)> raw = [&](long n) { rawLoop(handles, mask, n); };
-        std::printf("%zu contexts in turn, code offset 0 / 16 / 32 / 48 bytes:", count);
+        std::printf("%zu contexts in turn, code shifted by 0 / 16 / 32 / 48 bytes:", count);
         for (const auto& [name, loops] : layouts) {
             std::printf(" | %s", name);
             for (const LoopFn loop : loops) {
