@@ -7,6 +7,7 @@
 #include "context/context_access.hpp"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,78 +59,116 @@ bool retired(LaunchJournal& j, std::uint64_t n, std::uintptr_t stream)
 
 // Reads what a journal slot's file pointer points to. It is a string literal of the code that
 // launched (a SourceLocation), and that code may have been unloaded since (a plugin's dlclose),
-// leaving the pointer dangling: a plain read would fault in the middle of a fault report. The bytes
-// go through a pipe instead, whose write answers EFAULT for an unreadable address. One byte at a time
-// up to the terminating NUL (a larger read would run past the literal's end, which AddressSanitizer
-// rightly reports), at most kMaxBytes, each file read once per journal read. Cold: two system calls a
-// byte, for the few call sites a journal names.
+// leaving the pointer dangling: a plain read would fault in the middle of a fault report. The kernel
+// copies the bytes instead, with process_vm_readv on this process, which answers EFAULT for an
+// unmapped page rather than faulting (and which the sanitizers do not check against the literal's
+// end): a page's part at a time, up to the terminating NUL or kMaxBytes, each file once per journal
+// read. Where process_vm_readv is refused (a seccomp filter), through a pipe, whose write also answers
+// EFAULT, one byte at a time (a wider write would read past the literal, which AddressSanitizer
+// reports). Cold: what reading the journal costs, not launching.
 class FileNameReader {
 public:
-    FileNameReader() noexcept
-    {
-        if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
-            fds_[0] = fds_[1] = -1;
-    }
+    FileNameReader() = default;
     ~FileNameReader()
     {
-        for (const int fd : fds_)
+        for (const int fd : pipe_)
             if (fd >= 0)
                 ::close(fd);
     }
     FileNameReader(const FileNameReader&) = delete;
     FileNameReader& operator=(const FileNameReader&) = delete;
 
-    // Whether it can read at all (a pipe was made).
-    bool usable() const noexcept { return fds_[0] >= 0; }
-
-    // The name, printable ASCII only (others as '?': the address may now hold other bytes), or
-    // nullopt when nothing there can be read (or the reader is not usable).
-    std::optional<std::string> read(const char* file)
+    // The name (control characters as '?': the address may now hold other bytes), or nullopt when
+    // nothing there can be read. Sets `unreadable` instead when there is no way to read at all
+    // (process_vm_readv refused and no pipe to be had).
+    std::optional<std::string> read(const char* file, bool& unreadable)
     {
         for (const auto& [seen, name] : read_)
             if (seen == file)
                 return name;
-        std::optional<std::string> name = readNew(file);
-        read_.emplace_back(file, name);
+        unreadable = false;
+        std::optional<std::string> name = readNew(file, unreadable);
+        if (!unreadable)
+            read_.emplace_back(file, name);
         return name;
     }
 
 private:
-    static constexpr std::size_t kMaxBytes = 512;
+    static constexpr std::size_t kMaxBytes = 4096; // PATH_MAX
 
-    // The byte at `at`, or nullopt where the kernel cannot read it.
-    std::optional<char> byteAt(const char* at) const noexcept
+    static std::size_t pageSize() noexcept
     {
-        ssize_t n = 0;
-        do
-            n = ::write(fds_[1], at, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1)
-            return std::nullopt; // EFAULT: not mapped, or not readable
-        char c = 0;
-        do
-            n = ::read(fds_[0], &c, 1);
-        while (n < 0 && errno == EINTR);
-        return n == 1 ? std::optional<char>(c) : std::nullopt;
+        static const std::size_t page = [] {
+            const long size = ::sysconf(_SC_PAGESIZE);
+            return size > 0 ? static_cast<std::size_t>(size) : std::size_t{4096};
+        }();
+        return page;
     }
 
-    std::optional<std::string> readNew(const char* file) const
+    // Copies up to `size` bytes from `at` (within one page) into `out`: how many it could, 0 where
+    // nothing there is readable, -1 where it has no way to read.
+    long copy(const char* at, char* out, std::size_t size)
     {
-        if (!usable())
-            return std::nullopt;
+        if (vmRead_) {
+            iovec local{out, size};
+            iovec remote{const_cast<char*>(at), size};
+            ssize_t n = 0;
+            do
+                n = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+            while (n < 0 && errno == EINTR);
+            if (n >= 0)
+                return n;
+            if (errno == EFAULT)
+                return 0;
+            vmRead_ = false; // ENOSYS, EPERM: the pipe from now on
+        }
+        if (!pipeTried_) {
+            pipeTried_ = true;
+            if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+                pipe_[0] = pipe_[1] = -1;
+        }
+        if (pipe_[0] < 0)
+            return -1;
+        ssize_t n = 0;
+        do
+            n = ::write(pipe_[1], at, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+            return 0; // EFAULT: not mapped, or not readable
+        do
+            n = ::read(pipe_[0], out, 1);
+        while (n < 0 && errno == EINTR);
+        return n == 1 ? 1 : -1;
+    }
+
+    std::optional<std::string> readNew(const char* file, bool& unreadable)
+    {
         std::string name;
-        for (std::size_t i = 0; i < kMaxBytes; ++i) {
-            const std::optional<char> c = byteAt(file + i);
-            if (!c)
+        char buffer[kMaxBytes];
+        while (name.size() < kMaxBytes) {
+            const char* at = file + name.size();
+            const std::size_t toPageEnd = pageSize() - reinterpret_cast<std::uintptr_t>(at) % pageSize();
+            const long n = copy(at, buffer, std::min(kMaxBytes - name.size(), toPageEnd));
+            if (n < 0) {
+                unreadable = true;
+                return std::nullopt;
+            }
+            if (n == 0)
                 return name.empty() ? std::nullopt : std::optional<std::string>(name + "...");
-            if (*c == '\0')
-                return name;
-            name += (*c >= ' ' && *c <= '~') ? *c : '?';
+            for (long i = 0; i < n; ++i) {
+                const char c = buffer[i];
+                if (c == '\0')
+                    return name;
+                const auto u = static_cast<unsigned char>(c);
+                name += u < 0x20 || u == 0x7f ? '?' : c;
+            }
         }
         return name + "...";
     }
 
-    int fds_[2] = {-1, -1};
+    bool vmRead_ = true;
+    bool pipeTried_ = false;
+    int pipe_[2] = {-1, -1};
     std::vector<std::pair<const char*, std::optional<std::string>>> read_;
 };
 
@@ -168,15 +207,16 @@ void collect(LaunchJournal& j, bool pendingOnly, std::vector<std::string>& out, 
         std::snprintf(handle, sizeof handle, "0x%" PRIxPTR, stream);
         text += stream == 0 ? ", default stream" : std::string(", stream ") + handle;
         text += ", thread " + std::to_string(thread);
-        if (file != nullptr && !files.usable()) {
-            text += ", at ?:" + std::to_string(line); // no pipe (out of descriptors): not read
-        } else if (file != nullptr) {
-            if (const std::optional<std::string> name = files.read(file)) {
+        if (file != nullptr) {
+            bool unreadable = false;
+            if (const std::optional<std::string> name = files.read(file, unreadable)) {
                 std::string_view f = *name;
                 while (f.starts_with("../"))
                     f.remove_prefix(3);
                 if (!f.empty())
                     text += ", at " + std::string(f) + ":" + std::to_string(line);
+            } else if (unreadable) {
+                text += ", at ?:" + std::to_string(line); // no way to read it here: not read
             } else {
                 text += ", at line " + std::to_string(line) +
                         " of a file that can no longer be read (code unloaded since?)";
