@@ -10,6 +10,7 @@
 
 #include "check/device_faults.hpp"
 #include "context/context_state.hpp"
+#include "context/described.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 
@@ -34,7 +35,7 @@ bool inContextForCleanup(ContextState& context, const char* what, Call call) noe
         if (const CUresult r = d->cuCtxPushCurrent(context.handle); r != CUDA_SUCCESS) {
             if (r == CUDA_ERROR_NOT_PERMITTED)
                 return false;
-            logError("{}: cuCtxPushCurrent of {} failed with {}", what, describeContext(context), resultName(r));
+            logError("{}: cuCtxPushCurrent of {} failed with {}", what, described(context), resultName(r));
             return true;
         }
     }
@@ -42,16 +43,15 @@ bool inContextForCleanup(ContextState& context, const char* what, Call call) noe
         // On a poisoned device every destroy fails (measured): cuctx forgets the object quietly, the
         // poisoning itself was reported once (check/device_faults.cpp).
         if (devicePoisoned(context.ordinal))
-            logDebug("{} in {} failed with {} on a poisoned device: forgotten", what, describeContext(context),
+            logDebug("{} in {} failed with {} on a poisoned device: forgotten", what, described(context),
                      resultName(r));
         else
-            logError("{} in {} failed with {} ({})", what, describeContext(context), resultName(r),
-                     static_cast<int>(r));
+            logError("{} in {} failed with {} ({})", what, described(context), resultName(r), static_cast<int>(r));
     }
     if (!current) {
         CUcontext popped = nullptr;
         if (const CUresult r = d->cuCtxPopCurrent(&popped); r != CUDA_SUCCESS || popped != context.handle)
-            logError("{}: popping {} after the call gave {} and {}", what, describeContext(context), resultName(r),
+            logError("{}: popping {} after the call gave {} and {}", what, described(context), resultName(r),
                      static_cast<const void*>(popped));
     }
     return true;

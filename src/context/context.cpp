@@ -5,6 +5,7 @@
 #include "check/device_faults.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/described.hpp"
 #include "context/launch_journal.hpp"
 #include "context/thread_state.hpp"
 #include "cuctx/context_guard.hpp"
@@ -179,10 +180,18 @@ Context Context::create(const Device& device, const ContextOptions& options)
         detail::throwError(Errc::stack_mismatch, "cuCtxCreate",
                            "the driver did not leave the new context on top of this thread's stack", {}, subject);
     }
-    ContextState* state = newState(handle, device, detail::ContextKind::created);
-    detail::registerContext(state);
-    detail::logTrace("thread {}: created {}", gettid(), detail::describeContext(*state));
-    return Context(state);
+    ContextState* state = nullptr;
+    try {
+        state = newState(handle, device, detail::ContextKind::created);
+        detail::registerContext(state); // all or nothing
+    } catch (...) {
+        delete state; // out of memory: the new context goes with it
+        (void)d.cuCtxDestroy(handle);
+        throw;
+    }
+    Context context(state); // owns it before anything else may throw (the log line allocates)
+    detail::logTrace("thread {}: created {}", gettid(), detail::described(*state));
+    return context;
 }
 
 Context Context::primary(const Device& device)
@@ -206,6 +215,14 @@ Context Context::primary(const Device& device)
     }
     {
         std::lock_guard lock(detail::registryMutex());
+        // The allocations first, so that a failed one leaves the registry as it was.
+        try {
+            detail::reservePrimaryLocked(device.ordinal());
+        } catch (...) {
+            (void)d.cuDevicePrimaryCtxRelease(device.native());
+            delete state;
+            throw;
+        }
         // Another thread may have retained it meanwhile: keep one state, drop the second retain.
         if (ContextState* existing = detail::acquirePrimaryLocked(device.ordinal())) {
             (void)d.cuDevicePrimaryCtxRelease(device.native());
@@ -226,11 +243,17 @@ Context Context::primary(const Device& device)
             delete state;
             return Context(known);
         }
+        try {
+            detail::registerContextLocked(state); // all or nothing
+        } catch (...) {
+            (void)d.cuDevicePrimaryCtxRelease(device.native());
+            delete state;
+            throw;
+        }
         detail::rememberPrimaryLocked(state);
-        detail::registerContextLocked(state);
     }
     Context context(state); // holds the state alive for the log line, made without the lock
-    detail::logTrace("thread {}: retained {}", gettid(), detail::describeContext(*state));
+    detail::logTrace("thread {}: retained {}", gettid(), detail::described(*state));
     return context;
 }
 
@@ -461,7 +484,12 @@ Context Context::borrow(CUcontext handle)
         delete state;
         return Context(known);
     }
-    detail::registerContextLocked(state);
+    try {
+        detail::registerContextLocked(state); // all or nothing
+    } catch (...) {
+        delete state;
+        throw;
+    }
     return Context(state);
 }
 

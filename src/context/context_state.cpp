@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "context/context_state.hpp"
+#include "context/described.hpp"
 
 #include "check/check.hpp"
 #include "check/device_faults.hpp"
@@ -50,18 +51,19 @@ void destroyDriverObject(const ContextState& state) noexcept
             break;
         case ContextKind::borrowed:
             // Its owner destroys it; cuctx only forgets it.
-            logTrace("thread {}: forgot {}", gettid(), describeContext(state));
+            logTrace("thread {}: forgot {}", gettid(), described(state));
             return;
         }
         if (r != CUDA_SUCCESS && devicePoisoned(state.ordinal))
-            logDebug("{} failed with {} on {}, on a poisoned device: forgotten", call, resultName(r),
-                     describeContext(state));
+            logDebug("{} failed with {} on {}, on a poisoned device: forgotten", call, resultName(r), described(state));
         else if (r != CUDA_SUCCESS)
-            logError("{} failed with {} ({}) on {}", call, resultName(r), static_cast<int>(r), describeContext(state));
+            logError("{} failed with {} ({}) on {}", call, resultName(r), static_cast<int>(r), described(state));
         else
-            logTrace("thread {}: {} {}", gettid(), call, describeContext(state));
+            logTrace("thread {}: {} {}", gettid(), call, described(state));
     } catch (const Error& e) {
-        logError("destroying {}: {}", describeContext(state), e.what());
+        logError("destroying {}: {}", described(state), e.what());
+    } catch (...) {
+        // Out of memory while making the error: nothing more to say.
     }
 }
 
@@ -98,21 +100,19 @@ void forgetPrimaryLocked(const ContextState* state)
 // between finds the context unused and destroys it while that read is still to come. Freeing the
 // state there was a use after free (and a second destruction, had the memory been reused). What it
 // costs: one ContextState per destroyed context for the life of the process, with its recorded error
-// dropped; contexts take about 140 ms each to create (driver-facts.md).
+// dropped; contexts take about 140 ms each to create (driver-facts.md). Listed through the states
+// themselves, so that retiring allocates nothing (it runs in destructors) and they stay reachable.
 void retire(ContextState* state) noexcept
 {
     {
         std::lock_guard lock(state->stickyMutex);
         state->sticky.reset();
     }
-    try {
-        static std::mutex mutex;
-        static auto* retired = new std::vector<ContextState*>; // reachable: no leak report
-        std::lock_guard lock(mutex);
-        retired->push_back(state);
-    } catch (...) {
-        // Out of memory: the state stays allocated, unreachable.
-    }
+    static constinit std::mutex mutex;
+    static constinit ContextState* last = nullptr;
+    std::lock_guard lock(mutex);
+    state->retiredBefore = last;
+    last = state;
 }
 
 // Under the registry mutex: one more handle of `state`. One that had none (orphaned, its last handle
@@ -224,9 +224,11 @@ void registerContext(ContextState* state)
 
 void registerContextLocked(ContextState* state)
 {
+    auto& live = liveStatesLocked();
+    live.reserve(live.size() + 1); // the only allocation left after the journal's is this one
     if (state->journal == nullptr)
         attachJournal(*state);
-    liveStatesLocked().push_back(state);
+    live.push_back(state);
 }
 
 std::optional<std::string> describeLiveContext(CUcontext handle)
@@ -345,12 +347,16 @@ ContextState* acquirePrimaryLocked(int ordinal) noexcept
     return nullptr;
 }
 
-void rememberPrimaryLocked(ContextState* state)
+void reservePrimaryLocked(int ordinal)
 {
     auto& primaries = primariesLocked();
-    if (primaries.size() <= static_cast<std::size_t>(state->ordinal))
-        primaries.resize(static_cast<std::size_t>(state->ordinal) + 1, nullptr);
-    primaries[state->ordinal] = state;
+    if (primaries.size() <= static_cast<std::size_t>(ordinal))
+        primaries.resize(static_cast<std::size_t>(ordinal) + 1, nullptr);
+}
+
+void rememberPrimaryLocked(ContextState* state) noexcept
+{
+    primariesLocked()[static_cast<std::size_t>(state->ordinal)] = state;
 }
 
 } // namespace cuctx::detail

@@ -37,6 +37,8 @@ namespace cuctx::detail {
 /// The registry of contexts cuctx has made (created, retained or green) and not yet destroyed or
 /// released: how many, and the description of one by its handle.
 long liveContexts() noexcept;
+/// Registering either does all of it (the journal attached, the state listed) or, when an allocation
+/// fails, throws std::bad_alloc and changes nothing: the caller then frees what it made.
 void registerContext(ContextState* state);
 void registerContextLocked(ContextState* state); // under registryMutex()
 std::optional<std::string> describeLiveContext(CUcontext handle);
@@ -82,6 +84,9 @@ ContextState* acquireLiveContextLocked(CUcontext handle) noexcept;
 /// Primary contexts are interned per device. Under registryMutex(): the live state of device
 /// `ordinal`'s primary context with one more handle, or nullptr; and recording a new one.
 ContextState* acquirePrimaryLocked(int ordinal) noexcept;
-void rememberPrimaryLocked(ContextState* state);
+/// Room for device `ordinal`'s primary context (may throw std::bad_alloc, changing nothing), so that
+/// remembering it afterwards cannot fail.
+void reservePrimaryLocked(int ordinal);
+void rememberPrimaryLocked(ContextState* state) noexcept; // after reservePrimaryLocked(state->ordinal)
 
 } // namespace cuctx::detail

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "context/entries.hpp"
+#include "context/described.hpp"
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
@@ -102,7 +103,7 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
         state->handles.fetch_add(1, std::memory_order_relaxed); // the caller holds one: not a revival
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
-        logTrace("thread {}: push {} ({}), depth {}", ts.tid, describeContext(*state), kindName(kind), mine);
+        logTrace("thread {}: push {} ({}), depth {}", ts.tid, described(*state), kindName(kind), mine);
     return &record.entries[mine];
 }
 
@@ -252,7 +253,7 @@ Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const
             // here, and not found among the abandoned ones): nothing of this thread's is undone.
             logError("{}: {} ended where this thread's stack holds no entry of it (depth {}, its entry {}); nothing "
                      "to undo",
-                     who, describeContext(*state), depth, k);
+                     who, described(*state), depth, k);
             return {};
         }
         // Something entered later is still above this entry: leave the driver's stack alone.
@@ -285,7 +286,7 @@ Context popEntry(ThreadState& ts, RecordEntry* entry, ContextState* state, const
     if (r != CUDA_SUCCESS || popped != state->handle) [[unlikely]]
         return finishFailedPop(ts, k, r, popped, who);
     if (logEnabled(LogLevel::trace)) [[unlikely]]
-        logTrace("thread {}: pop {} ({}), depth {}", ts.tid, describeContext(*state), kindName(ts.kindOf(k)), k - 1);
+        logTrace("thread {}: pop {} ({}), depth {}", ts.tid, described(*state), kindName(ts.kindOf(k)), k - 1);
     return endTop(ts, k, state);
 }
 
@@ -319,12 +320,12 @@ bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noe
     if (r != CUDA_SUCCESS) {
         logError("{}: a guard that outlived its thread ended this thread's {} of {}, and pushing it back failed "
                  "with {}: the entry ends here",
-                 who, kindName(ts.kindOf(k)), describeContext(*state), resultName(r));
+                 who, kindName(ts.kindOf(k)), described(*state), resultName(r));
         (void)endTop(ts, k, state); // drops the handle it kept
     }
     if (!endIfAbandoned(ts, &t_record.entries[k], state, who))
         logError("{}: a guard that is not this thread's ended its {} of {}; put back", who, kindName(ts.kindOf(k)),
-                 describeContext(*state));
+                 described(*state));
     return true;
 }
 

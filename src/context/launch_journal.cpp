@@ -15,6 +15,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
@@ -265,13 +266,13 @@ const char* internKernelName(const std::string& kernel, const std::string& modul
 
 void attachJournal(ContextState& state)
 {
-    auto* j = new LaunchJournal;
+    auto j = std::make_unique<LaunchJournal>();
     j->context = &state;
     setSuspectsProvider(&suspectsOn);
     Journals& js = journals();
     std::lock_guard lock(js.mutex);
-    js.live.push_back(j);
-    state.journal = j;
+    js.live.push_back(j.get()); // may throw: the journal is freed, the state left without one
+    state.journal = j.release();
 }
 
 void detachJournal(ContextState& state) noexcept

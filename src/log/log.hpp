@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <string_view>
 #include <utility>
 
 namespace cuctx::detail {
@@ -29,6 +30,17 @@ spdlog::logger& logger();
 /// needs to know (the guard's dispatch, src/context/guard_dispatch.cpp).
 extern std::atomic<void (*)() noexcept> g_levelListener;
 void setLogLevelListener(void (*listener)() noexcept) noexcept;
+
+/// A log argument made only when its line is written, inside the logger (which catches what
+/// formatting throws): a log call's arguments are evaluated whether or not its level is on, and one
+/// that allocates would cost every call an allocation, and could throw std::bad_alloc out of a
+/// destructor. `make` returns something convertible to std::string_view (a std::string).
+template <typename Make>
+struct Lazy {
+    Make make;
+};
+template <typename Make>
+Lazy(Make) -> Lazy<Make>;
 
 template <typename... Args>
 void logAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args)
@@ -59,3 +71,12 @@ void logError(fmt::format_string<Args...> format, Args&&... args)
 }
 
 } // namespace cuctx::detail
+
+template <typename Make>
+struct fmt::formatter<cuctx::detail::Lazy<Make>> : fmt::formatter<std::string_view> {
+    template <typename FormatContext>
+    auto format(const cuctx::detail::Lazy<Make>& lazy, FormatContext& ctx) const
+    {
+        return fmt::formatter<std::string_view>::format(lazy.make(), ctx);
+    }
+};

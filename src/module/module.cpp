@@ -7,6 +7,7 @@
 #include "context/cleanup.hpp"
 #include "context/context_access.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/described.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 #include "module/jit_marshal.hpp"
@@ -65,7 +66,7 @@ ModuleState::~ModuleState()
         if (!inContextForCleanup(*cs, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); }))
             return false;
         g_liveModules.fetch_sub(1, std::memory_order_relaxed);
-        logTrace("unloaded module {} from {}", label, describeContext(*cs));
+        logTrace("unloaded module {} from {}", label, described(*cs));
         return true;
     });
 }
@@ -133,8 +134,7 @@ std::shared_ptr<ModuleState> loadModule(const Context& context, std::span<const 
     }
     g_liveModules.fetch_add(1, std::memory_order_relaxed);
     state->infoLog = jit.infoLog();
-    logDebug("loaded {} '{}' into {} in {:.3f} ms", imageKindName(kind), label, describeContext(cs),
-             state->loadMilliseconds);
+    logDebug("loaded {} '{}' into {} in {:.3f} ms", imageKindName(kind), label, described(cs), state->loadMilliseconds);
     if (options.loadAllKernels)
         ModuleState::handle(context, state).loadAllKernels(); // unloads (state goes) if it throws
     return state;

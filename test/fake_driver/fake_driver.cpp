@@ -206,6 +206,20 @@ int envInt(const char* name, int fallback)
 
 // Every entry point starts here: counts the call, applies an injected failure, and models the
 // states in which the real driver refuses everything (fork after init, failed or missing cuInit).
+namespace {
+thread_local int t_insideCalls = 0;
+} // namespace
+
+fake::InsideCall::InsideCall() noexcept
+{
+    ++t_insideCalls;
+}
+
+fake::InsideCall::~InsideCall()
+{
+    --t_insideCalls;
+}
+
 CUresult fake::enter(const char* name, bool needsInit)
 {
     State& s = state();
@@ -1115,6 +1129,11 @@ int cuctx_fake_device_poisoned(int device)
     if (device < 0 || static_cast<std::size_t>(device) >= s.poisoned.size())
         return 0;
     return s.poisoned[static_cast<std::size_t>(device)];
+}
+
+int cuctx_fake_inside_call()
+{
+    return t_insideCalls > 0 ? 1 : 0;
 }
 
 long cuctx_fake_calls(const char* symbol)

@@ -39,6 +39,9 @@ int cuctx_fake_device_poisoned(int device);
 
 /// How many times `symbol` has been called since the last reset.
 long cuctx_fake_calls(const char* symbol);
+/// Whether this thread is inside a call of the fake driver (for a test that makes allocations fail:
+/// the fake's own are not cuctx's).
+int cuctx_fake_inside_call();
 
 /// Calls of every entry point since the last reset.
 long cuctx_fake_total_calls();

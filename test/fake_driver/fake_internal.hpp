@@ -49,11 +49,22 @@ void resetModules(); // under cuctx_fake_reset
 
 } // namespace fake
 
+namespace fake {
+/// This thread is inside a call of the fake driver while one lives (cuctx_fake_inside_call): a test
+/// that makes allocations fail leaves the fake's own alone, as the real driver allocates no C++ memory.
+struct InsideCall {
+    InsideCall() noexcept;
+    ~InsideCall();
+    InsideCall(const InsideCall&) = delete;
+    InsideCall& operator=(const InsideCall&) = delete;
+};
+} // namespace fake
+
+// At the top of every entry point's body: marks the call (to its end) and counts it.
 #define FAKE_ENTER(...)                                                                                                \
-    do {                                                                                                               \
-        if (CUresult entered_ = ::fake::enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)                                  \
-            return entered_;                                                                                           \
-    } while (0)
+    const ::fake::InsideCall fakeInsideCall_;                                                                          \
+    if (CUresult entered_ = ::fake::enter(__VA_ARGS__); entered_ != CUDA_SUCCESS)                                      \
+    return entered_
 
 #define FAKE_EXPORT(symbol, version, fn)                                                                               \
     ::fake::Export                                                                                                     \

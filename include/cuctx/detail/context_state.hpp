@@ -67,6 +67,10 @@ struct ContextState {
     // The context's module cache, made at its first use; emptied before the context is destroyed.
     std::atomic<ModuleCacheTable*> moduleCache{nullptr};
 
+    // Once destroyed: the state retired before it (src/context/context_state.cpp keeps them all, in
+    // a list that needs no allocation).
+    ContextState* retiredBefore = nullptr;
+
     bool isGreen() const noexcept { return kind == ContextKind::green; }
     bool orphaned() const noexcept { return (leaveFlags.load(std::memory_order_relaxed) & kOrphaned) != 0; }
 };

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// Out of memory: every allocation that making a context makes fails once, in turn (std::bad_alloc
+// from this program's operator new). The call must throw, and leave nothing behind: no context alive
+// in the driver, nothing in cuctx's registry or its object counts, the thread's stack as it was. A
+// program of its own (cuctx-oom-tests), so that the replaced allocation functions stay out of the
+// other tests' way.
+
+#include <catch2/catch.hpp>
+
+#include "fake_driver.hpp"
+
+#include "context/context_state.hpp"
+#include "cuctx/cuctx.hpp"
+#include "driver/driver_state.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <ostream>
+#include <string>
+
+namespace {
+
+// > 0: the allocation that brings it to 0 fails. Allocations of every thread count (the code under
+// test runs on this one), but not the fake driver's.
+std::atomic<long> g_countdown{0};
+
+bool failThisOne() noexcept
+{
+    if (cuctx_fake_inside_call() != 0)
+        return false; // the fake driver's own: the real driver allocates no C++ memory
+    long n = g_countdown.load(std::memory_order_relaxed);
+    while (n > 0)
+        if (g_countdown.compare_exchange_weak(n, n - 1, std::memory_order_relaxed))
+            return n == 1;
+    return false;
+}
+
+void* allocate(std::size_t size, std::size_t alignment)
+{
+    if (failThisOne())
+        throw std::bad_alloc();
+    size = size == 0 ? 1 : size;
+    void* p = alignment <= alignof(std::max_align_t)
+                  ? std::malloc(size)
+                  : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    if (p == nullptr)
+        throw std::bad_alloc();
+    return p;
+}
+
+void* allocateOrNull(std::size_t size, std::size_t alignment) noexcept
+{
+    try {
+        return allocate(size, alignment);
+    } catch (const std::bad_alloc&) {
+        return nullptr;
+    }
+}
+
+} // namespace
+
+// Every replaceable form, so that each allocation and its release meet in malloc and free (the
+// sanitizers check that they pair). The sized forms are declared first: <new> leaves them out where
+// the compiler does not use sized deallocation (clang 14's default).
+void operator delete(void* p, std::size_t) noexcept;
+void operator delete[](void* p, std::size_t) noexcept;
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept;
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept;
+void* operator new(std::size_t size)
+{
+    return allocate(size, alignof(std::max_align_t));
+}
+void* operator new[](std::size_t size)
+{
+    return allocate(size, alignof(std::max_align_t));
+}
+void* operator new(std::size_t size, std::align_val_t alignment)
+{
+    return allocate(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment)
+{
+    return allocate(size, static_cast<std::size_t>(alignment));
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    return allocateOrNull(size, alignof(std::max_align_t));
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
+{
+    return allocateOrNull(size, alignof(std::max_align_t));
+}
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
+{
+    return allocateOrNull(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
+{
+    return allocateOrNull(size, static_cast<std::size_t>(alignment));
+}
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+
+namespace {
+
+struct Live {
+    int contexts, primary;
+    long registered;
+    cuctx::LiveObjects objects;
+    CUcontext current;
+    bool operator==(const Live&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& out, const Live& l)
+{
+    return out << "{driver contexts " << l.contexts << ", primary refcount " << l.primary << ", registered "
+               << l.registered << ", cuctx contexts " << l.objects.contexts << ", current " << l.current << "}";
+}
+
+Live live()
+{
+    CUcontext current = nullptr;
+    (void)cuctx::detail::api().cuCtxGetCurrent(&current);
+    return {cuctx_fake_live_contexts(), cuctx_fake_primary_refcount(0), cuctx::detail::liveContexts(),
+            cuctx::liveObjects(), current};
+}
+
+// Runs `make` with its 1st, 2nd, ... allocation failing, until one run makes no more allocations
+// than that: each failed run must throw and leave everything as it was. Returns how many runs failed.
+template <typename Make>
+int failEachAllocation(const Make& make)
+{
+    int failed = 0;
+    for (long nth = 1; nth < 10000; ++nth) {
+        INFO("allocation " << nth << " fails");
+        const Live before = live();
+        g_countdown.store(nth);
+        bool threw = false;
+        try {
+            make();
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        } catch (const cuctx::Error& e) {
+            threw = true; // cuctx may report it as its own error
+            INFO(e.what());
+        }
+        const bool reached = g_countdown.exchange(0) == 0;
+        CHECK(live() == before);
+        if (!reached) {
+            CHECK_FALSE(threw);
+            return failed;
+        }
+        failed += threw ? 1 : 0; // a failure cuctx absorbed (a log line) is fine too
+    }
+    FAIL("more than 10000 allocations");
+    return failed;
+}
+
+} // namespace
+
+TEST_CASE("each allocation of making a context fails in turn: it throws and leaves nothing behind", "[oom]")
+{
+    cuctx::setLogLevel(cuctx::LogLevel::off);
+    const cuctx::Device device = cuctx::Device::get(0);
+    { // what is made once per process or thread (the registry, this thread's state) is made here
+        const cuctx::Context warm = cuctx::Context::create(device);
+        const cuctx::Context primary = cuctx::Context::primary(device);
+        const cuctx::ContextGuard guard(warm);
+    }
+    SECTION("Context::create")
+    {
+        CHECK(failEachAllocation([&] {
+                  const cuctx::Context c = cuctx::Context::create(device);
+                  const cuctx::ContextGuard guard(c);
+              }) > 0);
+    }
+    SECTION("Context::primary")
+    {
+        CHECK(failEachAllocation([&] { const cuctx::Context p = cuctx::Context::primary(device); }) > 0);
+    }
+    SECTION("Context::borrow")
+    {
+        CUcontext raw = nullptr;
+        REQUIRE(cuctx::detail::api().cuCtxCreate_v2(&raw, 0, device.native()) == CUDA_SUCCESS);
+        CUcontext popped = nullptr;
+        REQUIRE(cuctx::detail::api().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+        CHECK(failEachAllocation([&] { const cuctx::Context b = cuctx::Context::borrow(raw); }) > 0);
+        CHECK(cuctx::detail::api().cuCtxDestroy(raw) == CUDA_SUCCESS);
+    }
+    SECTION("Context::green")
+    {
+        CHECK(failEachAllocation([&] { const cuctx::Context g = cuctx::Context::green(device, 8); }) > 0);
+    }
+}
