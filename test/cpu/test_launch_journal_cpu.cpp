@@ -90,7 +90,8 @@ TEST_CASE("a journal entry keeps a file name that is not ASCII, or long, whole",
     const cuctx::SourceLocation longName = whereLong();
     REQUIRE(std::string(longName.file_name()).size() > 600);
     cuctx::launch(cuctx::detail::LaunchSite(empty, unicode), {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
-    cuctx::launch(cuctx::detail::LaunchSite(empty, longName), {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
+    cuctx::launch(cuctx::detail::LaunchSite(empty, longName),
+                  {.grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = stream});
     const std::vector<std::string> all = cuctx::recentLaunches(ctx);
     REQUIRE(all.size() == 2);
     CHECK(contains(all[0], std::string(unicode.file_name()) + ":" + std::to_string(unicode.line())));
