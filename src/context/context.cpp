@@ -418,8 +418,7 @@ std::vector<Context> Context::greenPartition(const Device& device, const std::ve
                            "Report this: the driver's green contexts overlap", subject);
     for (std::size_t i = 0; i < partitions.size(); ++i)
         detail::logTrace("thread {}: created {} with {} SMs (asked for {})", gettid(),
-                         detail::describeContext(*detail::ContextAccess::state(partitions[i])), expected[i],
-                         smCounts[i]);
+                         detail::described(*detail::ContextAccess::state(partitions[i])), expected[i], smCounts[i]);
     return partitions;
 }
 

@@ -225,7 +225,8 @@ void registerContext(ContextState* state)
 void registerContextLocked(ContextState* state)
 {
     auto& live = liveStatesLocked();
-    live.reserve(live.size() + 1); // the only allocation left after the journal's is this one
+    if (live.size() == live.capacity()) // the only allocation left after the journal's; grown as push_back would
+        live.reserve(std::max<std::size_t>(8, 2 * live.size()));
     if (state->journal == nullptr)
         attachJournal(*state);
     live.push_back(state);

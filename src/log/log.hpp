@@ -31,10 +31,9 @@ spdlog::logger& logger();
 extern std::atomic<void (*)() noexcept> g_levelListener;
 void setLogLevelListener(void (*listener)() noexcept) noexcept;
 
-/// A log argument made only when its line is written, inside the logger (which catches what
-/// formatting throws): a log call's arguments are evaluated whether or not its level is on, and one
-/// that allocates would cost every call an allocation, and could throw std::bad_alloc out of a
-/// destructor. `make` returns something convertible to std::string_view (a std::string).
+/// A log argument made only when its line is written, inside logAt's try: a log call's arguments are evaluated whether
+/// or not its level is on, and one that allocates would cost every call an allocation, and could throw std::bad_alloc
+/// out of a destructor. `make` returns something convertible to std::string_view (a std::string).
 template <typename Make>
 struct Lazy {
     Make make;
@@ -42,30 +41,36 @@ struct Lazy {
 template <typename Make>
 Lazy(Make) -> Lazy<Make>;
 
+// Never throws: a line that cannot be written (no memory for the logger, made at its first use, or
+// for the line; a sink that throws) is lost, and the caller, often a destructor, goes on.
 template <typename... Args>
-void logAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args)
+void logAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept
 {
-    if (logEnabled(level)) [[unlikely]]
-        logger().log(static_cast<spdlog::level::level_enum>(level), format, std::forward<Args>(args)...);
+    if (logEnabled(level)) [[unlikely]] {
+        try {
+            logger().log(static_cast<spdlog::level::level_enum>(level), format, std::forward<Args>(args)...);
+        } catch (...) {
+        }
+    }
 }
 
 template <typename... Args>
-void logTrace(fmt::format_string<Args...> format, Args&&... args)
+void logTrace(fmt::format_string<Args...> format, Args&&... args) noexcept
 {
     logAt(LogLevel::trace, format, std::forward<Args>(args)...);
 }
 template <typename... Args>
-void logDebug(fmt::format_string<Args...> format, Args&&... args)
+void logDebug(fmt::format_string<Args...> format, Args&&... args) noexcept
 {
     logAt(LogLevel::debug, format, std::forward<Args>(args)...);
 }
 template <typename... Args>
-void logWarn(fmt::format_string<Args...> format, Args&&... args)
+void logWarn(fmt::format_string<Args...> format, Args&&... args) noexcept
 {
     logAt(LogLevel::warn, format, std::forward<Args>(args)...);
 }
 template <typename... Args>
-void logError(fmt::format_string<Args...> format, Args&&... args)
+void logError(fmt::format_string<Args...> format, Args&&... args) noexcept
 {
     logAt(LogLevel::error, format, std::forward<Args>(args)...);
 }

@@ -55,7 +55,7 @@ LibraryState::~LibraryState()
 {
     if (library == nullptr)
         return;
-    auto unload = [l = library, label = label] {
+    auto unload = [l = library, label = std::move(label)] { // moved: no allocation here
         const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
         if (d == nullptr)
             return true; // a forked child

@@ -62,7 +62,7 @@ ModuleState::~ModuleState()
     if (module == nullptr)
         return;
     ContextState* cs = context;
-    cleanupInContext(*cs, [cs, m = module, label = label] {
+    cleanupInContext(*cs, [cs, m = module, label = std::move(label)] { // moved: no allocation here
         if (!inContextForCleanup(*cs, "cuModuleUnload", [m](const DriverApi& d) { return d.cuModuleUnload(m); }))
             return false;
         g_liveModules.fetch_sub(1, std::memory_order_relaxed);

@@ -183,15 +183,17 @@ int failEachAllocation(const Make& make)
         const Live before = live();
         g_countdown.store(nth);
         bool threw = false;
+        std::string error = "std::bad_alloc";
         try {
             make();
         } catch (const std::bad_alloc&) {
             threw = true;
         } catch (const cuctx::Error& e) {
             threw = true; // cuctx may report it as its own error
-            INFO(e.what());
+            error = e.what();
         }
         const bool reached = g_countdown.exchange(0) == 0;
+        INFO("threw: " << (threw ? error : "nothing"));
         CHECK(live() == before);
         if (!reached) {
             CHECK_FALSE(threw);
