@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "context/context_state.hpp"
-#include "context/described.hpp"
 
 #include "check/check.hpp"
 #include "check/device_faults.hpp"
 #include "context/asymmetric_fence.hpp"
 #include "context/deferred_cleanup.hpp"
+#include "context/described.hpp"
 #include "context/launch_journal.hpp"
 #include "context/thread_state.hpp"
 #include "driver/driver_state.hpp"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "context/entries.hpp"
-#include "context/described.hpp"
 
 #include "check/check.hpp"
 #include "context/context_access.hpp"
+#include "context/described.hpp"
 #include "driver/driver_state.hpp"
 #include "log/log.hpp"
 
