@@ -62,22 +62,23 @@ public:
     {
         detail::ContextState* const state = context.state_;
         detail::ThreadRecord& record = detail::t_record;
-        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
+        detail::RecordEntry* const top = record.top.load(std::memory_order_relaxed);
         state_ = state;
-        if (record.entries[depth].load(std::memory_order_relaxed) == state) [[likely]] {
+        if (top->load(std::memory_order_relaxed) == state) [[likely]] {
             entry_ = nullptr; // already on top (entries[0] matches no context): nothing to do
             return;
         }
         // A new entry on top, written before the push so that the stores retire in the shadow of
         // the driver's call (a failed push takes it back). Out of line: an empty handle, a green or
-        // orphaned context, a thread not yet registered, a full record, a forked child.
-        const std::uint32_t mine = depth + 1;
-        if (mine < record.limit && state != nullptr && state->leaveFlags.load(std::memory_order_relaxed) == 0)
-            [[likely]] {
-            detail::RecordEntry& entry = record.entries[mine];
-            entry.store(state, std::memory_order_relaxed);
-            record.depth.store(mine, std::memory_order_release);
-            entry_ = &entry;
+        // orphaned context, a thread not yet registered (its top off the record, so that the new
+        // entry would lie outside it), a full record, a forked child.
+        detail::RecordEntry* const mine = top + 1;
+        if (reinterpret_cast<std::uintptr_t>(mine) - reinterpret_cast<std::uintptr_t>(&record.entries[1]) <
+                (detail::kRecordEntries - 1) * sizeof(detail::RecordEntry) &&
+            state != nullptr && state->leaveFlags.load(std::memory_order_relaxed) == 0) [[likely]] {
+            mine->store(state, std::memory_order_relaxed);
+            record.top.store(mine, std::memory_order_release);
+            entry_ = mine;
             const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
             if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]]
                 entry_ = pushFailed(state, r);
@@ -95,8 +96,7 @@ public:
         if (entry_ == nullptr)
             return; // elided: its context stays on top below it
         detail::ThreadRecord& record = detail::t_record;
-        const std::uint32_t depth = record.depth.load(std::memory_order_relaxed);
-        if (&record.entries[depth] != entry_) [[unlikely]] {
+        if (record.top.load(std::memory_order_relaxed) != entry_) [[unlikely]] {
             leave(state_, entry_); // not on top, or another thread's entry
             return;
         }
@@ -111,7 +111,7 @@ public:
         // it is still on this thread's driver stack. The fence needs only the compiler: the thread
         // that drops the last handle issues the asymmetric fence's heavy side (membarrier), and g_pop
         // diverts where none is available.
-        record.depth.store(depth - 1, std::memory_order_relaxed);
+        record.top.store(entry_ - 1, std::memory_order_relaxed);
         std::atomic_signal_fence(std::memory_order_seq_cst);
         if (state_->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
             detail::leftFlaggedContext(state_); // green, or orphaned while in use

@@ -47,8 +47,7 @@ RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
     // The inline path made its entry first: take it back.
     detail::ThreadRecord& record = detail::t_record;
-    const std::uint32_t depth = record.depth.load(std::memory_order_relaxed) - 1;
-    record.depth.store(depth, std::memory_order_relaxed);
+    record.top.store(record.top.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (result == detail::kDiverted)
         return enterState(state, false); // the inline path may not call the driver now: the slow one knows why
     detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());

@@ -96,7 +96,7 @@ void forgetPrimaryLocked(const ContextState* state)
 }
 
 // A destroyed context's state is kept, never freed: a thread leaving it (a guard's exit, a pop) lowers
-// its depth and only then reads the state's leave flags, so a thread that drops the last handle in
+// its top and only then reads the state's leave flags, so a thread that drops the last handle in
 // between finds the context unused and destroys it while that read is still to come. Freeing the
 // state there was a use after free (and a second destruction, had the memory been reused). What it
 // costs: one ContextState per destroyed context for the life of the process, with its recorded error

@@ -223,8 +223,7 @@ Context endForeignEntry(ThreadState& ts, RecordEntry* entry, ContextState* state
             RecordEntry* end = &owner->record->entries[kRecordEntries];
             if (owner != &ts && entry >= first && entry < end) {
                 const auto k = static_cast<std::uint32_t>(entry - owner->record->entries);
-                if (k > owner->record->depth.load(std::memory_order_acquire) ||
-                    entry->load(std::memory_order_relaxed) != state)
+                if (k > publishedDepth(*owner->record) || entry->load(std::memory_order_relaxed) != state)
                     break; // not this guard's entry: another thread's at the same address
                 ownerTid = owner->tid;
                 keepAsPush(*owner, k, state);
@@ -312,8 +311,8 @@ bool restoreEntryEndedByAbandonedGuard(ThreadState& ts, ContextState* state) noe
     if (k >= kRecordEntries || (ts.owned.load(std::memory_order_relaxed) & bit(k)) == 0 || entryAt(k) != state)
         return false;
     constexpr const char* who = "cuctx::ContextGuard";
-    // The entry still holds the context (an inline exit only lowers the depth): the driver's push and
-    // the depth put it back, with its handle and its kind.
+    // The entry still holds the context (an inline exit only lowers the top): the driver's push and
+    // the raised top put it back, with its handle and its kind.
     const DriverApi* d = g_activeApi.load(std::memory_order_acquire);
     const CUresult r = d != nullptr ? d->cuCtxPushCurrent(state->handle) : CUDA_ERROR_NOT_INITIALIZED;
     setRecordDepth(k);

@@ -88,8 +88,9 @@ std::vector<AbandonedEntry>& abandonedEntries()
 constinit ContextState g_placeholderContext{};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
-// Nothing entered, and a limit of 0: the inline guard goes out of line until the thread registers.
-constinit thread_local ThreadRecord t_record{0, 0, {&g_placeholderContext}, 0, false};
+constinit RecordEntry g_offRecord{&g_placeholderContext};
+// Nothing entered, the top off the record: the inline guard goes out of line until the thread registers.
+constinit thread_local ThreadRecord t_record{&g_offRecord, {&g_placeholderContext}, 0, false};
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
 // path, which reports the fork, instead of trusting the inherited top. The entries move out of the
@@ -98,9 +99,8 @@ static void clearTopInChild()
 {
     if (initialisingPid() != 0) {
         ThreadRecord& record = t_record;
-        record.hiddenDepth = record.depth.load(std::memory_order_relaxed);
-        record.depth.store(0, std::memory_order_relaxed);
-        record.limit = 0;
+        record.hiddenDepth = depthAt(record, record.top.load(std::memory_order_relaxed));
+        record.top.store(&g_offRecord, std::memory_order_relaxed);
         record.forked = true;
     }
 }
@@ -139,7 +139,7 @@ ThreadState::ThreadState()
     }
     // Registered first: a thread destroying a context must see this thread before it makes entries.
     if (!record->forked)
-        record->limit = kRecordEntries;
+        record->top.store(&record->entries[0], std::memory_order_release);
 }
 
 ThreadState::~ThreadState()
@@ -176,10 +176,10 @@ ThreadState::~ThreadState()
         else
             left.push_back(state);
     }
-    mine.depth.store(0, std::memory_order_relaxed);
+    // A later guard here (a thread-local's destructor) takes the slow path and registers anew.
+    mine.top.store(&g_offRecord, std::memory_order_relaxed);
     mine.hiddenDepth = 0;
     mine.forked = false;
-    mine.limit = 0; // a later guard here (a thread-local's destructor) takes the slow path and registers anew
     t_threadState = nullptr;
     for (std::uint32_t k = 1; k <= depth; ++k) {
         ContextState* state = mine.entries[k].load(std::memory_order_relaxed);
@@ -205,7 +205,7 @@ CUcontext ThreadState::current() const noexcept
 
 bool ThreadState::hasEntry(const ContextState* state) const noexcept
 {
-    std::uint32_t depth = record->depth.load(std::memory_order_acquire);
+    std::uint32_t depth = publishedDepth(*record);
     if (record->forked) // only in a forked child, which has this one thread
         depth = std::max(depth, record->hiddenDepth);
     depth = std::min(depth, kRecordEntries - 1);

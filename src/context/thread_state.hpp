@@ -58,21 +58,38 @@ struct ThreadState {
     bool adopted = false; // entry 1 is an adoption
 };
 
+/// Where a record's top points while the inline guard must go out of line (unregistered, exited,
+/// forked child): an entry outside every record, holding the placeholder. Never written.
+extern RecordEntry g_offRecord;
+
+/// The depth `top` stands for in `record`: the index of the entry it points to, 0 off the record.
+inline std::uint32_t depthAt(const ThreadRecord& record, const RecordEntry* top) noexcept
+{
+    return top == &g_offRecord ? 0 : static_cast<std::uint32_t>(top - record.entries);
+}
+
+/// Another thread's depth, for a thread reading its record under the registry mutex (acquire: the
+/// entries up to it are written).
+inline std::uint32_t publishedDepth(const ThreadRecord& record) noexcept
+{
+    return depthAt(record, record.top.load(std::memory_order_acquire));
+}
+
 /// The entries of this thread's record in use (the hidden ones in a forked child): 0 if none.
 inline std::uint32_t recordDepth() noexcept
 {
     const ThreadRecord& record = t_record;
-    return record.forked ? record.hiddenDepth : record.depth.load(std::memory_order_relaxed);
+    return record.forked ? record.hiddenDepth : depthAt(record, record.top.load(std::memory_order_relaxed));
 }
 
-/// Sets the depth after the entries up to it are written.
+/// Sets the depth after the entries up to it are written (on a registered thread).
 inline void setRecordDepth(std::uint32_t depth) noexcept
 {
     ThreadRecord& record = t_record;
     if (record.forked) [[unlikely]]
         record.hiddenDepth = depth;
     else
-        record.depth.store(depth, std::memory_order_release);
+        record.top.store(&record.entries[depth], std::memory_order_release);
 }
 
 /// The context of this thread's entry `k` (1 to the depth).

@@ -35,7 +35,7 @@ bool snapshotRegistry(std::vector<ContextSnapshot>& contexts, std::vector<Thread
         t.tid = ts->tid;
         // Entries are read under this mutex, which a context's destruction takes after no record names it.
         std::vector<const ContextState*> entered;
-        const std::uint32_t depth = std::min(ts->record->depth.load(std::memory_order_acquire), kRecordEntries - 1);
+        const std::uint32_t depth = std::min(publishedDepth(*ts->record), kRecordEntries - 1);
         for (std::uint32_t k = 1; k <= depth; ++k)
             entered.push_back(ts->record->entries[k].load(std::memory_order_acquire));
         for (std::size_t i = 0; i < entered.size(); ++i) {

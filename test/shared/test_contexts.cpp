@@ -645,7 +645,7 @@ TEST_CASE("a context destroyed on one thread leaves no stale fast path on anothe
             ready[i].wait();
             // Nothing in this thread's record in use names the old context (the allocator may or may not
             // have given the new context the old address: this checks the record itself).
-            for (std::uint32_t k = 1; k <= cuctx::detail::t_record.depth.load(); ++k)
+            for (std::size_t k = 1; k <= cuctx::ContextStack::depth(); ++k)
                 if (previous != nullptr && cuctx::detail::t_record.entries[k].load() == previous)
                     ++staleEntries;
             previous = cuctx::detail::ContextAccess::state(*current);

@@ -3,25 +3,29 @@
 
 // Internal, not an API: cuctx's record of a thread's context stack, as ContextGuard's inline code
 // needs it. The record is an array in static TLS: entries[k] is the context of cuctx's k-th entry on
-// this thread's stack (a switching guard, a push, an adoption), bottom first, and `depth` says how
-// many there are. A switching guard writes its context and the new depth, and on exit the old depth:
-// two stores and one, all to one thread's own lines, and no counter anywhere. Threads that destroy a
-// context read the others' records (under the registry mutex, after an asymmetric fence): a context
-// is in use on a thread while it is one of that thread's entries, so the record both says what is
-// current and keeps what it names alive. The guard's own members (the context and where its entry
-// lies) do not escape it, so the compiler keeps them in registers. Measured part by part on the H200
-// (cuctx-bench-guard-anatomy): every store around the driver's calls shows, since the driver's own
-// atomics wait for them; a frame linked through guard objects with a use counter per context cost
-// three times what this costs.
+// this thread's stack (a switching guard, a push, an adoption), bottom first, and `top` points to the
+// last of them (entries[0] when there is none). A switching guard writes its context and the new top,
+// and on exit the old top: two stores and one, all to one thread's own lines, and no counter
+// anywhere. Threads that destroy a context read the others' records (under the registry mutex, after
+// an asymmetric fence): a context is in use on a thread while it is one of that thread's entries, so
+// the record both says what is current and keeps what it names alive. The guard's own members (the
+// context and its entry) do not escape it, so the compiler keeps them in registers. Measured part by
+// part (cuctx-bench-guard-anatomy): every store around the driver's calls shows, since the driver's
+// own atomics wait for them; a frame linked through guard objects with a use counter per context cost
+// three times what this costs, and a depth beside the entries (the top's index instead of its
+// address, which the guard then keeps across the pop and turns into an address) 1-2% more.
 //
 // Words used here and in src/context/:
-//   record       t_record, a thread's ThreadRecord; "top" is its entry at `depth`
+//   record       t_record, a thread's ThreadRecord; "top" is the entry its `top` points to, "depth"
+//                that entry's index
 //   entry        one context cuctx made current on this thread (a guard, a push, an adoption); an
 //                elided guard (its context already on top) makes none
 //   placeholder  g_placeholderContext, entries[0]: matches no guard's context (an empty Context's
 //                included), so the elided check needs no test for null or for an empty stack
-//   limit        how deep the inline guard may go: 0 until the thread is registered (a destroyer
-//                must see its entries before it makes any) and in a forked child; else kRecordEntries
+//   off record   g_offRecord, where `top` points while the inline guard must go out of line: until
+//                the thread is registered (a destroyer must see its entries before it makes any),
+//                after it exits, and in a forked child; it holds the placeholder, and an entry made
+//                above it would lie outside the record, which sends the guard out of line
 //   base         what the driver had current below cuctx's entries when cuctx last looked
 //   diversion    what g_push/g_pop point to where the inline path must not call the driver
 //   orphaned     a context whose last handle is gone while a thread still uses it
@@ -59,15 +63,14 @@ inline constexpr std::uint32_t kRecordEntries = 32;
 using RecordEntry = std::atomic<ContextState*>;
 
 struct ThreadRecord {
-    /// cuctx's entries on this thread: entries[1] to entries[depth]. Written only by its thread (a
-    /// release store after the entry it covers); read by threads destroying a context.
-    std::atomic<std::uint32_t> depth;
-    /// The inline guard makes entries up to (not including) this: 0 sends it out of line.
-    std::uint32_t limit;
+    /// cuctx's entries on this thread are entries[1] up to the one `top` points to (entries[0]: none),
+    /// or none while it points off the record (g_offRecord, in src/context/thread_state.hpp). Written only by its
+    /// thread (a release store after the entry it covers); read by threads destroying a context.
+    std::atomic<RecordEntry*> top;
     RecordEntry entries[kRecordEntries];
     /// In a child forked after CUDA was initialised: the parent's depth, moved out of the guards'
-    /// sight (depth is 0 there, so every guard goes out of line and reports the fork), and that it
-    /// was. The entries stay, so that scopes the parent opened can unwind.
+    /// sight (the top is off the record there, so every guard goes out of line and reports the fork),
+    /// and that it was. The entries stay, so that scopes the parent opened can unwind.
     std::uint32_t hiddenDepth;
     bool forked;
 };
