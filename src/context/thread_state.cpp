@@ -94,10 +94,12 @@ constinit thread_local ThreadRecord t_record{&g_offRecord, {&g_placeholderContex
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
 // path, which reports the fork, instead of trusting the inherited top. The entries move out of the
-// guards' sight but stay, so that scopes the parent opened can still unwind in the child.
+// guards' sight but stay, so that scopes the parent opened can still unwind in the child. A child
+// of a forked child inherits them hidden already: the top is off the record there, and the depth
+// is the hidden one.
 static void clearTopInChild()
 {
-    if (initialisingPid() != 0) {
+    if (initialisingPid() != 0 && !t_record.forked) {
         ThreadRecord& record = t_record;
         record.hiddenDepth = depthAt(record, record.top.load(std::memory_order_relaxed));
         record.top.store(&g_offRecord, std::memory_order_relaxed);

@@ -78,3 +78,33 @@ TEST_CASE("in a child forked after initialisation, ending what the parent entere
     CHECK(status == 0);
     CHECK(cuctx::ContextStack::pop() == a); // the parent's push is its own
 }
+
+TEST_CASE("a child of a forked child can still end what the first parent entered", "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    const cuctx::Context a = cuctx::Context::create(cuctx::Device::get(0));
+    const cuctx::Context b = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::ContextStack::push(a);
+    cuctx::ContextStack::push(b);
+    const int status = cuctx::test::inChild([&] {
+        if (cuctx::ContextStack::depth() != 2)
+            return 10;
+        return cuctx::test::inChild([&] {
+            const long callsBefore = cuctx_fake_total_calls();
+            if (cuctx::ContextStack::depth() != 2 || cuctx::ContextStack::snapshot().size() != 2)
+                return 1;
+            try {
+                if (cuctx::ContextStack::pop() != b || cuctx::ContextStack::pop() != a)
+                    return 2;
+            } catch (...) {
+                return 3;
+            }
+            if (cuctx::ContextStack::depth() != 0)
+                return 4;
+            return cuctx_fake_total_calls() == callsBefore ? 0 : 5;
+        });
+    });
+    CHECK(status == 0);
+    CHECK(cuctx::ContextStack::pop() == b);
+    CHECK(cuctx::ContextStack::pop() == a);
+}
