@@ -45,9 +45,10 @@ RecordEntry* ContextGuard::enter(const Context& context, bool verify)
 
 RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
-    // The inline path made its entry first: take it back.
-    detail::ThreadRecord& record = detail::t_record;
-    record.top.store(record.top.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    // The inline path made its entry first: take it back. Through the depth, not the top: a child
+    // forked between the entry and the push (from a signal handler) has its entries hidden, the new
+    // one among them, and its top off the record.
+    detail::setRecordDepth(detail::recordDepth() - 1);
     if (result == detail::kDiverted)
         return enterState(state, false); // the inline path may not call the driver now: the slow one knows why
     detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());

@@ -14,6 +14,7 @@
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -106,5 +107,65 @@ TEST_CASE("a child of a forked child can still end what the first parent entered
     });
     CHECK(status == 0);
     CHECK(cuctx::ContextStack::pop() == b);
+    CHECK(cuctx::ContextStack::pop() == a);
+}
+
+namespace {
+
+cuctx::detail::PushFn g_driverPush = nullptr;
+pid_t g_pushChild = -1;
+
+// Forks first, as a signal handler that forks between the inline guard's new entry and its push
+// would: the parent goes on to the driver, the child returns what its push (the diversion that the
+// atfork handler set) returns there.
+CUresult CUDAAPI forkingPush(CUcontext context)
+{
+    const pid_t pid = fork();
+    if (pid == 0)
+        return cuctx::detail::g_push.load()(context);
+    g_pushChild = pid;
+    return g_driverPush(context);
+}
+
+} // namespace
+
+TEST_CASE("a fork between the inline guard's entry and its push leaves the child's record as it was", "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    const cuctx::Context a = cuctx::Context::create(cuctx::Device::get(0));
+    const cuctx::Context b = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::ContextStack::push(a);
+    const pid_t parent = getpid();
+    g_driverPush = cuctx::detail::g_push.load();
+    REQUIRE(g_driverPush != nullptr);
+    cuctx::detail::g_push.store(&forkingPush);
+    try {
+        const cuctx::ContextGuard guard(b); // inline: the thread is registered and b is not on top
+        if (getpid() != parent)
+            _exit(10); // the child must not enter b
+    } catch (const cuctx::Error& e) {
+        if (getpid() != parent) {
+            int code = e.condition() == cuctx::Errc::forked_after_init ? 0 : 11;
+            try {
+                // The guard's entry is taken back: what the parent entered before is all that is left.
+                if (code == 0 && cuctx::ContextStack::depth() != 1)
+                    code = 12;
+                if (code == 0 && cuctx::ContextStack::pop() != a)
+                    code = 13;
+                if (code == 0 && cuctx::ContextStack::depth() != 0)
+                    code = 14;
+            } catch (...) {
+                code = 15;
+            }
+            _exit(code);
+        }
+        throw;
+    }
+    cuctx::detail::g_push.store(g_driverPush);
+    REQUIRE(g_pushChild > 0);
+    int status = 0;
+    REQUIRE(waitpid(g_pushChild, &status, 0) == g_pushChild);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
     CHECK(cuctx::ContextStack::pop() == a);
 }
