@@ -6,6 +6,7 @@ table for people, --json against docs/schema/inspect-processes.schema.json.
 
 usage: check_inspect_processes.py INSPECT FAKE_DRIVER FAKE_NVML SCHEMA_DIR
 """
+import ctypes
 import json
 import os
 import signal
@@ -212,20 +213,48 @@ expect("devices --watch --count 3: three prints, the header once", r.returncode 
 r = run(["processes", "--watch", "0.01", "--count", "2"])
 expect("processes --watch --count 2: the table twice", r.returncode == 0 and
        r.stdout.count("cuctx-inspect processes:") == 2, r.stdout + r.stderr)
-# SIGINT ends a watch cleanly: after its first print (read from the pipe, no sleep), exit 0.
+# SIGINT and SIGTERM end a watch cleanly: after its first print (read from the pipe, no sleep), exit 0,
+# whenever the signal lands, before the wait for the next print begins included (ten times each: a
+# signal that came between the check and the wait once left the watch asleep for the whole interval).
 full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
 full_env.update({"CUCTX_DRIVER_PATH": fake, "CUCTX_NVML_PATH": nvml})
+for sig in (signal.SIGINT, signal.SIGTERM):
+    outcomes = []
+    for attempt in range(10):
+        watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format",
+                                  "csv,noheader"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=full_env)
+        first = watch.stdout.readline()
+        watch.send_signal(sig)
+        try:
+            rest, err = watch.communicate(timeout=30)
+            if not (first == "0\n" and watch.returncode == 0 and err == ""):
+                outcomes.append(f"{first!r} {watch.returncode} {err}")
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            watch.communicate()
+            outcomes.append("still running 30 s later")
+    expect(f"--watch ends cleanly on {sig.name}: exit 0, nothing on stderr, ten times", not outcomes,
+           "; ".join(outcomes))
+# The same when the signal runs its handler on another thread (the real driver starts its own): the
+# fake driver's idle thread gets SIGINT, and the watch, waiting on the main thread, must still end.
+libc = ctypes.CDLL(None, use_errno=True)
 watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format", "csv,noheader"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(full_env, CUCTX_FAKE_DRIVER_THREAD="1"))
 first = watch.stdout.readline()
-watch.send_signal(signal.SIGINT)
+driver_threads = [int(t) for t in os.listdir(f"/proc/{watch.pid}/task")
+                  if open(f"/proc/{watch.pid}/task/{t}/comm").read().strip() == "cuda-EvtHandlr"]
+sent = len(driver_threads) == 1 and libc.tgkill(watch.pid, driver_threads[0], signal.SIGINT) == 0
 try:
-    rest, err = watch.communicate(timeout=60)
-    expect("--watch ends cleanly on SIGINT: exit 0, nothing on stderr", first == "0\n" and watch.returncode == 0 and
-           err == "", f"{first!r} {watch.returncode} {err}")
+    rest, err = watch.communicate(timeout=30)
+    expect("--watch ends on SIGINT handled on the driver's thread: exit 0", sent and first == "0\n" and
+           watch.returncode == 0 and err == "", f"threads {driver_threads} sent {sent} {first!r} "
+           f"{watch.returncode} {err}")
 except subprocess.TimeoutExpired:
     watch.kill()
-    expect("--watch ends on SIGINT", False, "still running a minute later")
+    watch.communicate()
+    expect("--watch ends on SIGINT handled on the driver's thread", False, "still running 30 s later")
 # The machine's mode: devices --query and -v, doctor's mps, mig, persistence and compute-mode findings.
 modes = dict(CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_MIG="0", CUCTX_FAKE_NVML_PERSISTENCE="1",
              CUCTX_FAKE_NVML_MPS_PROCESSES="4242@1:64")

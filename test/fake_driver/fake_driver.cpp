@@ -293,6 +293,26 @@ CUresult fake::currentForWork(FakeContext** out)
 
 namespace {
 
+// CUCTX_FAKE_DRIVER_THREAD=1: cuInit starts a thread of the driver's own, as the real driver does
+// ("cuda-EvtHandlr"), which waits forever with no signal blocked: a process-directed signal may run
+// its handler there, not on the thread that waits for it.
+void* idleDriverThread(void*)
+{
+    for (;;)
+        pause();
+}
+
+void startDriverThread()
+{
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    if (pthread_create(&thread, &attributes, &idleDriverThread, nullptr) == 0)
+        pthread_setname_np(thread, "cuda-EvtHandlr");
+    pthread_attr_destroy(&attributes);
+}
+
 CUresult CUDAAPI fakeInit(unsigned int flags)
 {
     FAKE_ENTER("cuInit", false);
@@ -304,6 +324,8 @@ CUresult CUDAAPI fakeInit(unsigned int flags)
         return s.initFailed ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
     s.initialised = true;
     s.initPid = getpid();
+    if (envInt("CUCTX_FAKE_DRIVER_THREAD", 0) == 1)
+        startDriverThread();
     if (s.devices == 0) {
         s.initFailed = true;
         return CUDA_ERROR_NO_DEVICE;

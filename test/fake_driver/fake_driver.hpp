@@ -12,7 +12,8 @@
 // Configuration read at each cuInit: CUCTX_FAKE_DEVICES (default 2), CUCTX_FAKE_DRIVER_VERSION
 // (default 13000), CUCTX_FAKE_HIDE (comma-separated entry points the fake pretends not to have),
 // CUCTX_FAKE_MPS (comma-separated ordinals whose CU_DEVICE_ATTRIBUTE_MPS_ENABLED is 1),
-// CUCTX_FAKE_EXCLUSIVE_PROCESS (ordinals in compute mode Exclusive Process).
+// CUCTX_FAKE_EXCLUSIVE_PROCESS (ordinals in compute mode Exclusive Process), CUCTX_FAKE_DRIVER_THREAD
+// (1: the first cuInit starts an idle thread named cuda-EvtHandlr, as the real driver starts its own).
 //
 // Kernels that go wrong, by name (any module's .entry): launching `cuctx_fake_illegal_address`
 // returns CUDA_ERROR_ILLEGAL_ADDRESS (a store to address 0 on a real device); launching

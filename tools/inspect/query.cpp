@@ -3,12 +3,18 @@
 
 #include "format/printable.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace cuctx::tools {
@@ -47,12 +53,100 @@ std::string normalBusId(const std::string& id)
     return (first == std::string::npos ? "0" : domain.substr(first)) + lower.substr(colon);
 }
 
-volatile std::sig_atomic_t g_stop = 0;
+// Set by SIGINT or SIGTERM, whichever thread runs the handler (an atomic: a volatile sig_atomic_t is
+// safe only on the thread the signal interrupts).
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "written in a signal handler");
+// The write end of a pipe whose read end a watch's wait polls. The handler writes a byte to it, so
+// that a signal that lands just before the wait begins, or on another thread (a driver's own), ends
+// the wait as well as one that interrupts it.
+std::atomic<int> g_stopWrite{-1};
+static_assert(std::atomic<int>::is_always_lock_free, "read in a signal handler");
 
 void onStopSignal(int)
 {
-    g_stop = 1;
+    const int saved = errno;
+    g_stop.store(true, std::memory_order_relaxed);
+    const int fd = g_stopWrite.load(std::memory_order_relaxed);
+    if (fd >= 0) {
+        const char byte = 1;
+        (void)!write(fd, &byte, 1); // the pipe is non-blocking: a full one already says stop
+    }
+    errno = saved;
 }
+
+// The stop pipe's read end, made once (non-blocking, close-on-exec; -1 if it could not be) and
+// never closed: a handler running on another thread may still write to it after a watch ends,
+// which must never reach a descriptor closed and reused since.
+int stopPipe() noexcept
+{
+    static const int readEnd = [] {
+        int ends[2];
+        if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0)
+            return -1;
+        g_stopWrite.store(ends[1], std::memory_order_relaxed);
+        return ends[0];
+    }();
+    return readEnd;
+}
+
+// SIGINT and SIGTERM end a watch while it lives: its handler sets g_stop and writes to the stop
+// pipe, whose read end the wait polls. Restores the handlers it replaced.
+class StopSignals {
+public:
+    StopSignals() : read_(stopPipe())
+    {
+        if (read_ < 0) {
+            ErrorInfo info;
+            info.condition = Errc::invalid_state;
+            info.call = "cuctx-inspect --watch";
+            info.detail = std::string("pipe2 failed: ") + std::strerror(errno) +
+                          " (the watch waits on a pipe for SIGINT and SIGTERM)";
+            info.hint = "The process may have run out of file descriptors (ulimit -n)";
+            throw Error(std::move(info));
+        }
+        char stale[64];
+        while (::read(read_, stale, sizeof stale) > 0) {
+        }
+        struct sigaction action {};
+        action.sa_handler = onStopSignal;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &oldInt_);
+        sigaction(SIGTERM, &action, &oldTerm_);
+    }
+    ~StopSignals()
+    {
+        sigaction(SIGINT, &oldInt_, nullptr);
+        sigaction(SIGTERM, &oldTerm_, nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+    /// Waits `seconds`, or until SIGINT or SIGTERM, whenever it came since the watch began: true if
+    /// one came.
+    bool stopped(double seconds) const
+    {
+        using Clock = std::chrono::steady_clock;
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+        while (!g_stop.load(std::memory_order_relaxed)) {
+            const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
+            if (left.count() <= 0)
+                return false;
+            const timespec timeout{static_cast<time_t>(left.count() / 1'000'000'000),
+                                   static_cast<long>(left.count() % 1'000'000'000)};
+            pollfd stop{read_, POLLIN, 0};
+            if (ppoll(&stop, 1, &timeout, nullptr) > 0)
+                return true; // a stop byte
+        }
+        return true;
+    }
+
+private:
+    int read_;
+    struct sigaction oldInt_ {};
+    struct sigaction oldTerm_ {};
+};
 
 } // namespace
 
@@ -180,29 +274,16 @@ int repeatEvery(double seconds, long count, const std::function<int()>& print)
 {
     if (seconds <= 0)
         return print();
-    struct sigaction action {};
-    action.sa_handler = onStopSignal; // no SA_RESTART: the wait below returns at once
-    sigemptyset(&action.sa_mask);
-    struct sigaction oldInt {
-    }, oldTerm{};
-    sigaction(SIGINT, &action, &oldInt);
-    sigaction(SIGTERM, &action, &oldTerm);
+    const StopSignals stop;
     int status = 0;
-    for (long n = 0; !g_stop && (count <= 0 || n < count); ++n) {
-        if (n > 0) {
-            timespec left{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
-            while (!g_stop && nanosleep(&left, &left) != 0 && errno == EINTR) {
-            }
-            if (g_stop)
-                break;
-        }
+    for (long n = 0; !g_stop.load(std::memory_order_relaxed) && (count <= 0 || n < count); ++n) {
+        if (n > 0 && stop.stopped(seconds))
+            break;
         status = print();
         std::fflush(stdout);
         if (status != 0)
             break;
     }
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
     return status;
 }
 
