@@ -255,6 +255,12 @@ except subprocess.TimeoutExpired:
     watch.kill()
     watch.communicate()
     expect("--watch ends on SIGINT handled on the driver's thread", False, "still running 30 s later")
+# A watch with stdin and stdout closed: its pipe must not take their descriptors (the document would go
+# into it and the watch end at once with status 0); the output is lost, and the exit status says so.
+r = subprocess.run(["sh", "-c", 'exec "$0" devices --watch 0.01 --count 2 --query index --format csv <&- >&-',
+                    inspect], capture_output=False, stderr=subprocess.PIPE, text=True, env=full_env, timeout=60)
+expect("devices --watch with stdin and stdout closed: exit 1, says it cannot write", r.returncode == 1 and
+       "cannot write the output" in r.stderr, f"{r.returncode} {r.stderr}")
 # The machine's mode: devices --query and -v, doctor's mps, mig, persistence and compute-mode findings.
 modes = dict(CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_MIG="0", CUCTX_FAKE_NVML_PERSISTENCE="1",
              CUCTX_FAKE_NVML_MPS_PROCESSES="4242@1:64")

@@ -75,17 +75,39 @@ void onStopSignal(int)
     errno = saved;
 }
 
-// The stop pipe's read end, made once (non-blocking, close-on-exec; -1 if it could not be) and
-// never closed: a handler running on another thread may still write to it after a watch ends,
-// which must never reach a descriptor closed and reused since.
+// `fd` moved to a descriptor above the standard three (close-on-exec), so that a pipe made while
+// stdin or stdout is closed does not take their place: the document would go into the pipe. -1 if
+// it cannot be.
+int aboveStandard(int fd) noexcept
+{
+    if (fd > 2)
+        return fd;
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return moved;
+}
+
+// The stop pipe's read end, made once (non-blocking, close-on-exec, above the standard three; -1
+// if it could not be) and never closed: a handler running on another thread may still write to it
+// after a watch ends, which must never reach a descriptor closed and reused since.
 int stopPipe() noexcept
 {
     static const int readEnd = [] {
         int ends[2];
         if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0)
             return -1;
-        g_stopWrite.store(ends[1], std::memory_order_relaxed);
-        return ends[0];
+        const int read = aboveStandard(ends[0]);
+        const int write = aboveStandard(ends[1]);
+        if (read < 0 || write < 0) {
+            const int error = errno;
+            close(read >= 0 ? read : write);
+            errno = error;
+            return -1;
+        }
+        g_stopWrite.store(write, std::memory_order_relaxed);
+        return read;
     }();
     return readEnd;
 }
@@ -100,8 +122,8 @@ public:
             ErrorInfo info;
             info.condition = Errc::invalid_state;
             info.call = "cuctx-inspect --watch";
-            info.detail = std::string("pipe2 failed: ") + std::strerror(errno) +
-                          " (the watch waits on a pipe for SIGINT and SIGTERM)";
+            info.detail =
+                std::string("no pipe for the watch to wait on for SIGINT and SIGTERM: ") + std::strerror(errno);
             info.hint = "The process may have run out of file descriptors (ulimit -n)";
             throw Error(std::move(info));
         }
@@ -110,6 +132,7 @@ public:
         }
         struct sigaction action {};
         action.sa_handler = onStopSignal;
+        action.sa_flags = SA_RESTART; // a print's writes go on; the wait polls the pipe, not EINTR
         sigemptyset(&action.sa_mask);
         sigaction(SIGINT, &action, &oldInt_);
         sigaction(SIGTERM, &action, &oldTerm_);
