@@ -353,8 +353,14 @@ Context finishFailedPop(ThreadState& ts, std::uint32_t k, CUresult r, CUcontext 
         logDebug("{}: thread {} exits after the driver forgot its stack; nothing to pop", who, ts.tid);
         return endTop(ts, k, state);
     }
+    const DriverApi* const api = g_activeApi.load(std::memory_order_acquire);
+    if (api == nullptr) [[unlikely]] {
+        // A child forked between a guard's load of the driver's pop and its call (a signal handler
+        // that forks): the driver refuses every call here, so only cuctx's record is undone.
+        return endTop(ts, k, state);
+    }
     const CUcontext mine = state->handle;
-    const DriverApi& d = *g_activeApi.load(std::memory_order_acquire);
+    const DriverApi& d = *api;
     // What was below the entry when it was made: the entry below it, else the base (read when the
     // first entry was made on an empty record).
     const CUcontext expected = k > 1 ? entryAt(k - 1)->handle : ts.base;

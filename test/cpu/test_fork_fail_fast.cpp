@@ -127,6 +127,18 @@ CUresult CUDAAPI forkingPush(CUcontext context)
     return g_driverPush(context);
 }
 
+cuctx::detail::PopFn g_driverPop = nullptr;
+pid_t g_popChild = -1;
+
+// Forks first, then calls the driver's pop in both processes: in the child, the driver refuses it.
+CUresult CUDAAPI forkingPop(CUcontext* popped)
+{
+    const pid_t pid = fork();
+    if (pid != 0)
+        g_popChild = pid;
+    return g_driverPop(popped);
+}
+
 } // namespace
 
 TEST_CASE("a fork between the inline guard's entry and its push leaves the child's record as it was", "[fork]")
@@ -165,6 +177,41 @@ TEST_CASE("a fork between the inline guard's entry and its push leaves the child
     REQUIRE(g_pushChild > 0);
     int status = 0;
     REQUIRE(waitpid(g_pushChild, &status, 0) == g_pushChild);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(cuctx::ContextStack::pop() == a);
+}
+
+TEST_CASE("a fork inside the inline guard's pop leaves the child's record as it was before the guard", "[fork]")
+{
+    cuctx::test::FakeEnvironment env;
+    const cuctx::Context a = cuctx::Context::create(cuctx::Device::get(0));
+    const cuctx::Context b = cuctx::Context::create(cuctx::Device::get(0));
+    cuctx::ContextStack::push(a);
+    const pid_t parent = getpid();
+    g_driverPop = cuctx::detail::g_pop.load();
+    REQUIRE(g_driverPop != nullptr);
+    {
+        const cuctx::ContextGuard guard(b);
+        REQUIRE(guard.switched());
+        cuctx::detail::g_pop.store(&forkingPop);
+    } // the driver's pop fails in the child: cuctx undoes its record alone
+    if (getpid() != parent) {
+        int code = 0;
+        try {
+            if (cuctx::ContextStack::depth() != 1)
+                code = 1;
+            else if (cuctx::ContextStack::pop() != a)
+                code = 2;
+        } catch (...) {
+            code = 3;
+        }
+        _exit(code);
+    }
+    cuctx::detail::g_pop.store(g_driverPop);
+    REQUIRE(g_popChild > 0);
+    int status = 0;
+    REQUIRE(waitpid(g_popChild, &status, 0) == g_popChild);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     CHECK(cuctx::ContextStack::pop() == a);
