@@ -14,7 +14,6 @@
 #include "cuctx/driver.hpp"
 #include "cuctx/error.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -174,11 +173,7 @@ TEST_CASE("a fork between the inline guard's entry and its push leaves the child
         throw;
     }
     cuctx::detail::g_push.store(g_driverPush);
-    REQUIRE(g_pushChild > 0);
-    int status = 0;
-    REQUIRE(waitpid(g_pushChild, &status, 0) == g_pushChild);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(cuctx::test::exitStatusOf(g_pushChild) == 0);
     CHECK(cuctx::ContextStack::pop() == a);
 }
 
@@ -209,10 +204,6 @@ TEST_CASE("a fork inside the inline guard's pop leaves the child's record as it 
         _exit(code);
     }
     cuctx::detail::g_pop.store(g_driverPop);
-    REQUIRE(g_popChild > 0);
-    int status = 0;
-    REQUIRE(waitpid(g_popChild, &status, 0) == g_popChild);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(cuctx::test::exitStatusOf(g_popChild) == 0);
     CHECK(cuctx::ContextStack::pop() == a);
 }

@@ -10,6 +10,16 @@
 
 namespace cuctx::test {
 
+/// Waits for child `pid`, which must exit (not die of a signal), and returns its exit status.
+inline int exitStatusOf(pid_t pid)
+{
+    REQUIRE(pid > 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
 /// Runs `body` in a forked child; its return value is the child's exit status (98 if it threw).
 template <typename Body>
 int inChild(Body body)
@@ -25,10 +35,7 @@ int inChild(Body body)
         }
         _exit(code);
     }
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    return exitStatusOf(pid);
 }
 
 } // namespace cuctx::test
