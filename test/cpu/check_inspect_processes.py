@@ -214,47 +214,64 @@ r = run(["processes", "--watch", "0.01", "--count", "2"])
 expect("processes --watch --count 2: the table twice", r.returncode == 0 and
        r.stdout.count("cuctx-inspect processes:") == 2, r.stdout + r.stderr)
 # SIGINT and SIGTERM end a watch cleanly: after its first print (read from the pipe, no sleep), exit 0,
-# whenever the signal lands, before the wait for the next print begins included (ten times each: a
+# whenever the signal lands, before the wait for the next print begins included (five times each: a
 # signal that came between the check and the wait once left the watch asleep for the whole interval).
 full_env = {k: v for k, v in os.environ.items() if not k.startswith("CUCTX_") and k not in HERMETIC}
 full_env.update({"CUCTX_DRIVER_PATH": fake, "CUCTX_NVML_PATH": nvml})
-for sig in (signal.SIGINT, signal.SIGTERM):
-    outcomes = []
-    for attempt in range(10):
-        watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format",
-                                  "csv,noheader"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=full_env)
-        first = watch.stdout.readline()
+
+
+def where(pid):
+    """What a watch that did not end is doing: each thread's name, state and kernel wait channel."""
+    lines = []
+    try:
+        for t in sorted(os.listdir(f"/proc/{pid}/task")):
+            def read(name):
+                try:
+                    with open(f"/proc/{pid}/task/{t}/{name}") as f:
+                        return f.read().strip()
+                except OSError:
+                    return "?"
+            lines.append(f"thread {t} {read('comm')}: {read('stat').split(')')[-1].split()[0]} in {read('wchan')}")
+    except OSError as e:
+        lines.append(str(e))
+    return "; ".join(lines)
+
+
+def end_watch(sig, env, thread=None):
+    """Starts a watch, reads its first print, sends `sig` (to one of its threads, by name, if given) and
+    returns what went wrong, or None."""
+    watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format", "csv,noheader"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = watch.stdout.readline()
+    if thread is None:
         watch.send_signal(sig)
-        try:
-            rest, err = watch.communicate(timeout=30)
-            if not (first == "0\n" and watch.returncode == 0 and err == ""):
-                outcomes.append(f"{first!r} {watch.returncode} {err}")
-        except subprocess.TimeoutExpired:
+    else:
+        tids = [int(t) for t in os.listdir(f"/proc/{watch.pid}/task")
+                if open(f"/proc/{watch.pid}/task/{t}/comm").read().strip() == thread]
+        if len(tids) != 1 or ctypes.CDLL(None, use_errno=True).tgkill(watch.pid, tids[0], sig) != 0:
             watch.kill()
             watch.communicate()
-            outcomes.append("still running 30 s later")
-    expect(f"--watch ends cleanly on {sig.name}: exit 0, nothing on stderr, ten times", not outcomes,
+            return f"no single thread named {thread} to signal: {tids}"
+    try:
+        rest, err = watch.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        state = where(watch.pid)
+        watch.kill()
+        watch.communicate()
+        return f"still running a minute later ({state})"
+    if first == "0\n" and watch.returncode == 0 and err == "":
+        return None
+    return f"{first!r} {watch.returncode} {err}"
+
+
+for sig in (signal.SIGINT, signal.SIGTERM):
+    outcomes = [o for o in (end_watch(sig, full_env) for _ in range(5)) if o]
+    expect(f"--watch ends cleanly on {sig.name}: exit 0, nothing on stderr, five times", not outcomes,
            "; ".join(outcomes))
 # The same when the signal runs its handler on another thread (the real driver starts its own): the
 # fake driver's idle thread gets SIGINT, and the watch, waiting on the main thread, must still end.
-libc = ctypes.CDLL(None, use_errno=True)
-watch = subprocess.Popen([inspect, "devices", "--watch", "3600", "--query", "index", "--format", "csv,noheader"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(full_env, CUCTX_FAKE_DRIVER_THREAD="1"))
-first = watch.stdout.readline()
-driver_threads = [int(t) for t in os.listdir(f"/proc/{watch.pid}/task")
-                  if open(f"/proc/{watch.pid}/task/{t}/comm").read().strip() == "cuda-EvtHandlr"]
-sent = len(driver_threads) == 1 and libc.tgkill(watch.pid, driver_threads[0], signal.SIGINT) == 0
-try:
-    rest, err = watch.communicate(timeout=30)
-    expect("--watch ends on SIGINT handled on the driver's thread: exit 0", sent and first == "0\n" and
-           watch.returncode == 0 and err == "", f"threads {driver_threads} sent {sent} {first!r} "
-           f"{watch.returncode} {err}")
-except subprocess.TimeoutExpired:
-    watch.kill()
-    watch.communicate()
-    expect("--watch ends on SIGINT handled on the driver's thread", False, "still running 30 s later")
+outcome = end_watch(signal.SIGINT, dict(full_env, CUCTX_FAKE_DRIVER_THREAD="1"), thread="cuda-EvtHandlr")
+expect("--watch ends on SIGINT handled on the driver's thread: exit 0", outcome is None, outcome)
 # A watch with stdin and stdout closed: its pipe must not take their descriptors (the document would go
 # into it and the watch end at once with status 0); the output is lost, and the exit status says so.
 r = subprocess.run(["sh", "-c", 'exec "$0" devices --watch 0.01 --count 2 --query index --format csv <&- >&-',
