@@ -113,7 +113,8 @@ int stopPipe() noexcept
 }
 
 // SIGINT and SIGTERM end a watch while it lives: its handler sets g_stop and writes to the stop
-// pipe, whose read end the wait polls. Restores the handlers it replaced.
+// pipe, whose read end the wait polls. Restores the handlers it replaced. A byte left in the pipe
+// comes with g_stop set, which no watch after it gets past.
 class StopSignals {
 public:
     StopSignals() : read_(stopPipe())
@@ -126,9 +127,6 @@ public:
                 std::string("no pipe for the watch to wait on for SIGINT and SIGTERM: ") + std::strerror(errno);
             info.hint = "The process may have run out of file descriptors (ulimit -n)";
             throw Error(std::move(info));
-        }
-        char stale[64];
-        while (::read(read_, stale, sizeof stale) > 0) {
         }
         struct sigaction action {};
         action.sa_handler = onStopSignal;
