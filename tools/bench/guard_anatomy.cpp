@@ -2,8 +2,8 @@
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
 // works on it, alternating between two contexts. Copies of the header's logic with parts left out (listed below) are
 // compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process
-// (bench::compareLoops: the median over 201 pairs of short runs, each at another stack placement); then it prints the
-// low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
+// (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack placements); then it prints
+// the low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
 // over 4 KiB instead; `--code` times the real guard, the copy and the depth layout (below) with their loops shifted
 // four ways in a line of code.
 //

@@ -99,29 +99,44 @@ double timePerIteration(long iterations, const std::function<void(long)>& loop)
     return result;
 }
 
-std::size_t stackPlacement(int round)
+std::size_t stackPlacement(int round, int part)
 {
-    // 97 is odd: successive rounds visit all 256 16-byte steps of 4 KiB before repeating one.
-    return static_cast<std::size_t>(round) * 97 % 256 * 16;
+    // A round's parts are the 16 steps whose index leaves the same remainder mod 16, 256 bytes apart;
+    // 7 is odd, so 16 consecutive rounds take every remainder once and visit all 256 steps of 4 KiB.
+    return static_cast<std::size_t>((round * 7 + part * 16) % 256) * 16;
+}
+
+double timeSpread(long iterations, int round, const std::function<void(long)>& loop)
+{
+    const long part = std::max(1L, iterations / kPlacementsPerRun);
+    double ns = 0;
+    long done = 0;
+    for (int k = 0; k < kPlacementsPerRun && done < iterations; ++k) {
+        const long n = k == kPlacementsPerRun - 1 ? iterations - done : std::min(part, iterations - done);
+        ns += lowered(stackPlacement(round, k), [&] {
+            const auto t0 = Clock::now();
+            loop(n);
+            return nsSince(t0);
+        });
+        done += n;
+    }
+    return ns / static_cast<double>(done);
 }
 
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
                         const std::function<void(long)>& second)
 {
-    const std::function<double()> timeFirst = [&] { return timePerIteration(iterations, first); };
-    const std::function<double()> timeSecond = [&] { return timePerIteration(iterations, second); };
     Comparison c{1e300, 1e300, 0};
     std::vector<double> ratios;
     for (int r = 0; r < rounds; ++r) {
-        const std::size_t pad = stackPlacement(r);
         double a = 0;
         double b = 0;
         if (r % 2 == 0) {
-            a = lowered(pad, timeFirst);
-            b = lowered(pad, timeSecond);
+            a = timeSpread(iterations, r, first);
+            b = timeSpread(iterations, r, second);
         } else {
-            b = lowered(pad, timeSecond);
-            a = lowered(pad, timeFirst);
+            b = timeSpread(iterations, r, second);
+            a = timeSpread(iterations, r, first);
         }
         c.first = std::min(c.first, a);
         c.second = std::min(c.second, b);

@@ -23,20 +23,26 @@ inline constexpr const char* kEmptyKernelPtx =
 /// Two loops timed in `rounds` pairs of runs of `iterations` (which goes first alternates): each
 /// one's best time per iteration (ns), and the median over the pairs of second / first. The runs
 /// of a pair are adjacent, so the median holds while the machine's speed drifts between pairs; each
-/// pair runs with the stack at another placement (stackPlacement), so it holds whatever placement
-/// the process got, too.
+/// run is spread over kPlacementsPerRun stack placements (timeSpread), so that it holds whatever
+/// placement the process got, too.
 struct Comparison {
     double first = 0;
     double second = 0;
     double ratio = 0; ///< second / first, the median of the pairs'
 };
-/// How far below its usual place (bytes) round `round` runs a loop's stack: 16-byte steps over 4 KiB.
-/// Where a loop's stack lies changes what it costs (most likely through loads the CPU takes for
-/// dependent on stores 4 KiB away): `cuctx-bench-guard-anatomy --sweep` showed the switching guard
-/// anywhere from 1.04x to 1.34x the raw pair by placement alone, the bands differing between
-/// processes. So comparisons spread their runs over placements rather than trusting the one a
-/// process happens to get.
-std::size_t stackPlacement(int round);
+/// Where a loop's stack lies changes what it costs: a load the CPU takes for dependent on a store
+/// 4 KiB away waits for it, and which of the driver's and the guard's accesses meet that way depends
+/// on where the stack lies against the thread record, the context's state and the driver's objects.
+/// `cuctx-bench-guard-anatomy --sweep` showed the switching guard anywhere from 1.02x to 1.21x the
+/// raw pair by placement alone; a context that costs 1.11x over one set of placements cost 1.01x
+/// over another, moments later in the same process. So a run is split into parts at placements
+/// spread over the whole 4 KiB range, and its time is what it costs on average over them.
+inline constexpr int kPlacementsPerRun = 16;
+/// How far below its usual place (bytes) part `part` of round `round` runs its loop: 16-byte steps
+/// over 4 KiB; a round's parts lie 256 bytes apart, and 16 consecutive rounds visit every step once.
+std::size_t stackPlacement(int round, int part);
+/// ns per iteration of loop(iterations), run in kPlacementsPerRun parts, each at stackPlacement(round, part).
+double timeSpread(long iterations, int round, const std::function<void(long)>& loop);
 /// ns per iteration of loop(iterations).
 double timePerIteration(long iterations, const std::function<void(long)>& loop);
 /// f() run with the stack `pad` bytes lower than it would be; its result.
