@@ -40,7 +40,7 @@ void writeDriverJson(JsonWriter& j, const Driver::Status& st)
     j.endObject();
 }
 
-void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& r)
+void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& r, const DeviceMode* mode)
 {
     const DeviceProperties& p = r.properties;
     std::string cc = std::to_string(p.computeCapabilityMajor);
@@ -87,6 +87,17 @@ void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& r)
     j.key("active").value(r.primary.active);
     j.key("flags").value(r.primary.flags);
     j.endObject();
+    if (mode != nullptr) {
+        j.key("modes").beginObject();
+        j.key("mps").value(mode->mps);
+        j.key("mps_client_processes").value(mode->mpsClients);
+        j.key("persistence_mode").value(mode->persistence);
+        j.key("mig").value(mode->mig);
+        j.key("mig_instances").value(mode->migInstances);
+        j.key("nvml_problem")
+            .value(mode->nvmlProblem.empty() ? std::nullopt : std::optional<std::string>(mode->nvmlProblem));
+        j.endObject();
+    }
     j.endObject();
 }
 

@@ -4,6 +4,7 @@
 // The JSON members that cuctx-inspect's documents and cuctx::ProcessReport::json() share, so that a
 // device or a finding reads the same in each (docs/schema/*.schema.json).
 
+#include "cuctx/device_mode.hpp"
 #include "cuctx/diagnosis.hpp"
 #include "cuctx/driver.hpp"
 #include "cuctx/peer_access.hpp"
@@ -16,8 +17,9 @@ namespace cuctx::detail {
 
 /// The "driver" member: version, paths, header version, module loading mode.
 void writeDriverJson(JsonWriter& j, const Driver::Status& status);
-/// One device object, as in the "devices" array.
-void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& device);
+/// One device object, as in the "devices" array; with `mode`, its "modes" member too (MPS,
+/// persistence, MIG: what `cuctx-inspect devices -v` shows).
+void writeDeviceJson(JsonWriter& j, const DeviceSnapshot& device, const DeviceMode* mode = nullptr);
 /// One peer link object, as in the "links" array.
 void writePeerLinkJson(JsonWriter& j, const PeerLink& link);
 /// One finding object, as in the "findings" array.

@@ -291,6 +291,33 @@ r = run(["devices", "-v"], **modes)
 expect("devices -v: MPS, its clients, persistence and MIG", "MPS client processes               1" in r.stdout and
        "MIG                                on, 2 instances" in r.stdout and
        "persistence mode                   on" in r.stdout, r.stdout)
+devices_validator = checks.validator(checks.load_store(schema_dir), "inspect-devices.schema.json")
+
+
+def device_modes(**env):
+    """devices --json, checked against its schema: each device's "modes" by ordinal."""
+    r = run(["devices", "--json"], **env)
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError as e:
+        expect("devices --json parses", False, f"{e}\n{r.stdout}{r.stderr}")
+        return {}
+    errors = sorted(devices_validator.iter_errors(doc), key=str)
+    expect("devices --json matches its schema (modes included)", r.returncode == 0 and not errors,
+           "\n".join(str(e) for e in errors[:3]) + r.stderr)
+    return {d["ordinal"]: d.get("modes") for d in doc.get("devices", [])}
+
+
+got = device_modes(**modes)
+expect("devices --json: MPS, its clients, persistence and MIG per device, as -v shows them",
+       got == {0: {"mps": False, "mps_client_processes": None, "persistence_mode": False, "mig": True,
+                   "mig_instances": 2, "nvml_problem": None},
+               1: {"mps": True, "mps_client_processes": 1, "persistence_mode": True, "mig": False,
+                   "mig_instances": None, "nvml_problem": None}}, str(got))
+got = device_modes(CUCTX_NVML_PATH="/nonexistent/nvml.so")
+expect("devices --json without NVML: null, not a guess, and why",
+       len(got) == 2 and all(m["persistence_mode"] is None and m["mig"] is None and m["mps_client_processes"] is None
+                             and m["nvml_problem"] for m in got.values()), str(got))
 
 
 def findings(**env):

@@ -26,12 +26,15 @@ std::optional<std::string> visibleDevices()
     return std::nullopt;
 }
 
-void writeMembers(JsonWriter& j, const std::vector<DeviceSnapshot>& devices)
+void writeMembers(JsonWriter& j, const std::vector<DeviceSnapshot>& devices, const std::vector<DeviceMode>& modes)
 {
     j.key("cuda_visible_devices").value(visibleDevices());
     j.key("devices").beginArray();
-    for (const DeviceSnapshot& d : devices)
-        detail::writeDeviceJson(j, d);
+    for (const DeviceSnapshot& d : devices) {
+        const auto mode = std::find_if(modes.begin(), modes.end(),
+                                       [&](const DeviceMode& m) { return m.ordinal == d.properties.ordinal; });
+        detail::writeDeviceJson(j, d, mode != modes.end() ? &*mode : nullptr);
+    }
     j.endArray();
 }
 
@@ -67,7 +70,8 @@ void printVerbose(const DeviceSnapshot& r)
     row("primary context", primary);
 }
 
-void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& devices, bool verbose)
+void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& devices,
+                const std::vector<DeviceMode>& modes, bool verbose)
 {
     std::printf("cuctx-inspect %s, CUDA driver %s (%d), CUDA headers %s\n", CUCTX_VERSION_STRING,
                 formatCudaVersion(st.driverVersion).c_str(), st.driverVersion,
@@ -97,7 +101,6 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
     }
     if (!verbose)
         return;
-    const std::vector<DeviceMode> modes = deviceModes();
     for (const DeviceSnapshot& r : devices) {
         printVerbose(r);
         for (const DeviceMode& m : modes) {
@@ -122,7 +125,7 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
 
 int runDevices(const CommandLine& c)
 {
-    auto empty = [](JsonWriter& j) { writeMembers(j, {}); };
+    auto empty = [](JsonWriter& j) { writeMembers(j, {}, {}); };
     if (const auto failed = requireDriver(c, empty))
         return *failed;
     Query query;
@@ -131,6 +134,7 @@ int runDevices(const CommandLine& c)
     int prints = 0;
     return repeatEvery(c.watch, c.count, [&]() -> int {
         std::vector<DeviceSnapshot> devices;
+        std::vector<DeviceMode> modes;
         try {
             devices = detail::snapshotDevices(c.memory);
             if (!c.select.empty()) {
@@ -139,17 +143,19 @@ int runDevices(const CommandLine& c)
                     return std::find(chosen.begin(), chosen.end(), d.properties.ordinal) == chosen.end();
                 });
             }
+            if (c.json || !c.query.empty() || c.verbose)
+                modes = deviceModes();
         } catch (const Error& e) {
             return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
         }
         if (!c.query.empty()) {
             query.header = query.header && prints == 0; // a watch prints the header once
-            std::fputs(formatCsv("devices", query, deviceRows(devices, deviceModes())).c_str(), stdout);
+            std::fputs(formatCsv("devices", query, deviceRows(devices, modes)).c_str(), stdout);
         } else if (c.json) {
-            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices); });
+            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, devices, modes); });
         } else {
             std::printf("%s", prints > 0 ? "\n" : "");
-            printTable(Driver::status(), devices, c.verbose);
+            printTable(Driver::status(), devices, modes, c.verbose);
         }
         ++prints;
         return exitOk;
