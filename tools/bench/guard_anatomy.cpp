@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // cuctx-bench-guard-anatomy: what each part of ContextGuard's inline switching path costs, for whoever
-// works on it, alternating between two contexts. Copies of the header's logic with parts left out (listed below) are
-// compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one process
-// (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack placements); then it prints
-// the low address bits of what the guard writes. `--sweep` times the real guard at every 16-byte placement of its stack
-// over 4 KiB instead; `--code` times the real guard, the copy and the depth layout (below) with their loops shifted
-// four ways in a line of code.
+// works on it, alternating between two contexts. Copies of the header's logic with parts left out (listed
+// below) are compared with the raw cuCtxPushCurrent + cuCtxPopCurrent pair, as is the real guard, in one
+// process (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack
+// placements); then it prints the low address bits of what the guard writes. `--sweep` times the real
+// guard at every 16-byte placement of its stack over 4 KiB instead; `--code` times the real guard, the
+// copy, the depth layout and the sentinel check (below) with their loops shifted four ways in a line of
+// code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -143,6 +144,50 @@ struct DepthG {
     }
 };
 
+// The room check as a load (not adopted; measured as an alternative): the slot above the record's
+// last entry, and the one above the off-record entry, hold an end marker that no state pointer equals,
+// so that entering loads the slot it is about to write and compares it with the marker, instead of
+// taking the thread pointer (a load from %fs:0) to compute where the slot lies. One slot more a thread.
+struct SentinelRecord {
+    std::atomic<d::RecordEntry*> top;
+    d::RecordEntry entries[d::kRecordEntries + 1];
+};
+d::ContextState g_endMarker; // only its address: the marker
+constinit thread_local SentinelRecord t_sentinel CUCTX_TLS_INITIAL_EXEC{};
+struct SentinelG {
+    d::ContextState* state;
+    d::RecordEntry* entry;
+    [[gnu::always_inline]] explicit SentinelG(const Context& c) : state(detail::ContextAccess::state(c))
+    {
+        SentinelRecord& record = t_sentinel;
+        d::RecordEntry* const top = record.top.load(std::memory_order_relaxed);
+        if (top->load(std::memory_order_relaxed) == state) [[unlikely]]
+            __builtin_trap();
+        entry = top + 1;
+        if (entry->load(std::memory_order_relaxed) == &g_endMarker || state == nullptr ||
+            state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            __builtin_trap();
+        entry->store(state, std::memory_order_relaxed);
+        record.top.store(entry, std::memory_order_release);
+        if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
+            __builtin_trap();
+    }
+    [[gnu::always_inline]] ~SentinelG()
+    {
+        SentinelRecord& record = t_sentinel;
+        if (record.top.load(std::memory_order_relaxed) != entry) [[unlikely]]
+            __builtin_trap();
+        CUcontext popped;
+        const CUresult r = d::g_pop.load(std::memory_order_relaxed)(&popped);
+        if (r != CUDA_SUCCESS || popped != state->handle) [[unlikely]]
+            __builtin_trap();
+        record.top.store(entry - 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            __builtin_trap();
+    }
+};
+
 // The guards cycle through `contexts` (a power of two of them), as a program switching between them does.
 template <class Guard>
 [[gnu::noinline]] void loop(const Context* const* contexts, std::size_t mask, long n)
@@ -203,6 +248,7 @@ void codePlacement(const Context* const* contexts, const CUcontext* handles)
         {"guard", shifted<ContextGuard>()},
         {"copy", shifted<G<kAll>>()},
         {"depth", shifted<DepthG>()},
+        {"sentinel", shifted<SentinelG>()},
     };
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
@@ -264,6 +310,11 @@ int main(int argc, char** argv)
     }
     t_depth.entries[0].store(&d::g_placeholderContext, std::memory_order_relaxed);
     t_depth.limit = d::kRecordEntries;
+    // As the real record stands under the binding: the placeholder, then `home`, on top.
+    t_sentinel.entries[0].store(&d::g_placeholderContext, std::memory_order_relaxed);
+    t_sentinel.entries[1].store(detail::ContextAccess::state(home), std::memory_order_relaxed);
+    t_sentinel.entries[d::kRecordEntries].store(&g_endMarker, std::memory_order_relaxed);
+    t_sentinel.top.store(&t_sentinel.entries[1], std::memory_order_relaxed);
     std::vector<const Context*> contexts;
     std::vector<CUcontext> handles;
     for (const Context& c : made) {
@@ -291,6 +342,7 @@ int main(int argc, char** argv)
             {"-flags out", [&](long n) { loop<G<kAll & ~kFlagsOut>>(contexts.data(), mask, n); }},
             {"calls only", [&](long n) { loop<G<0>>(contexts.data(), mask, n); }},
             {"depth", [&](long n) { loop<DepthG>(contexts.data(), mask, n); }},
+            {"sentinel", [&](long n) { loop<SentinelG>(contexts.data(), mask, n); }},
         };
         const std::function<void(long)> raw = [&](long n) { rawLoop(handles.data(), mask, n); };
         double bestRaw = 1e9;
