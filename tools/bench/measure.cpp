@@ -108,19 +108,18 @@ std::size_t stackPlacement(int round, int part)
 
 double timeSpread(long iterations, int round, const std::function<void(long)>& loop)
 {
-    const long part = std::max(1L, iterations / kPlacementsPerRun);
     double ns = 0;
-    long done = 0;
-    for (int k = 0; k < kPlacementsPerRun && done < iterations; ++k) {
-        const long n = k == kPlacementsPerRun - 1 ? iterations - done : std::min(part, iterations - done);
-        ns += lowered(stackPlacement(round, k), [&] {
-            const auto t0 = Clock::now();
-            loop(n);
-            return nsSince(t0);
-        });
-        done += n;
+    for (int k = 0; k < kPlacementsPerRun; ++k) {
+        // Even parts (they differ by one at most); a run shorter than kPlacementsPerRun skips the empty ones.
+        const long n = iterations * (k + 1) / kPlacementsPerRun - iterations * k / kPlacementsPerRun;
+        if (n > 0)
+            ns += lowered(stackPlacement(round, k), [&] {
+                const auto t0 = Clock::now();
+                loop(n);
+                return nsSince(t0);
+            });
     }
-    return ns / static_cast<double>(done);
+    return ns / static_cast<double>(iterations);
 }
 
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,

@@ -41,7 +41,9 @@ inline constexpr int kPlacementsPerRun = 16;
 /// How far below its usual place (bytes) part `part` of round `round` runs its loop: 16-byte steps
 /// over 4 KiB; a round's parts lie 256 bytes apart, and 16 consecutive rounds visit every step once.
 std::size_t stackPlacement(int round, int part);
-/// ns per iteration of loop(iterations), run in kPlacementsPerRun parts, each at stackPlacement(round, part).
+/// ns per iteration of loop(iterations), run in kPlacementsPerRun even parts (fewer where `iterations`
+/// is smaller), part k at stackPlacement(round, k). Each part calls `loop` anew: a loop that walks a
+/// sequence should go on where the last call stopped.
 double timeSpread(long iterations, int round, const std::function<void(long)>& loop);
 /// ns per iteration of loop(iterations).
 double timePerIteration(long iterations, const std::function<void(long)>& loop);
