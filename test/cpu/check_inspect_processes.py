@@ -314,6 +314,14 @@ expect("devices --json: MPS, its clients, persistence and MIG per device, as -v 
                    "mig_instances": 2, "nvml_problem": None},
                1: {"mps": True, "mps_client_processes": 1, "persistence_mode": True, "mig": False,
                    "mig_instances": None, "nvml_problem": None}}, str(got))
+# An -i that names no device: exit 2, and a document its schema allows (status usage_error).
+check_json("processes -i naming no device", run(["processes", "--json", "-i", "7"]), "usage_error", 2)
+r = run(["devices", "--json", "-i", "7"])
+doc = json.loads(r.stdout) if r.stdout.startswith("{") else {}
+errors = sorted(devices_validator.iter_errors(doc), key=str)
+expect("devices -i naming no device: exit 2, status usage_error, as its schema allows",
+       r.returncode == 2 and doc.get("status") == "usage_error" and not errors,
+       f"{r.returncode} {doc.get('status')} " + "\n".join(str(e) for e in errors[:3]))
 got = device_modes(CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("devices --json without NVML: null, not a guess, and why",
        len(got) == 2 and all(m["persistence_mode"] is None and m["mig"] is None and m["mps_client_processes"] is None
