@@ -18,7 +18,9 @@ from checks import expect, finish  # noqa: E402
 import checks  # noqa: E402
 
 inspect, fake, nvml, schema_dir = (os.path.abspath(a) for a in sys.argv[1:5])
-validator = checks.validator(checks.load_store(schema_dir), "inspect-processes.schema.json")
+schemas = checks.load_store(schema_dir)
+validator = checks.validator(schemas, "inspect-processes.schema.json")
+devices_validator = checks.validator(schemas, "inspect-devices.schema.json")
 HERMETIC = ("CUDA_VISIBLE_DEVICES", "NO_COLOR", "LD_LIBRARY_PATH", "LOCAL_RANK", "SLURM_LOCALID",
             "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
 
@@ -30,14 +32,14 @@ def run(args, **env):
     return subprocess.run([inspect, *args], capture_output=True, text=True, env=full_env, timeout=60)
 
 
-def check_json(name, result, status, code):
+def check_json(name, result, status, code, schema=validator):
     expect(f"{name}: exit status {code}", result.returncode == code, f"got {result.returncode}\n{result.stderr}")
     try:
         doc = json.loads(result.stdout)
     except json.JSONDecodeError as e:
         expect(f"{name}: --json output parses", False, f"{e}\n{result.stdout}")
         return None
-    errors = sorted(validator.iter_errors(doc), key=str)
+    errors = sorted(schema.iter_errors(doc), key=str)
     expect(f"{name}: --json output matches the schema", not errors, "\n".join(e.message for e in errors[:5]))
     expect(f"{name}: status {status}", doc.get("status") == status, f"got {doc.get('status')}")
     return doc
@@ -291,24 +293,15 @@ r = run(["devices", "-v"], **modes)
 expect("devices -v: MPS, its clients, persistence and MIG", "MPS client processes               1" in r.stdout and
        "MIG                                on, 2 instances" in r.stdout and
        "persistence mode                   on" in r.stdout, r.stdout)
-devices_validator = checks.validator(checks.load_store(schema_dir), "inspect-devices.schema.json")
 
 
-def device_modes(**env):
-    """devices --json, checked against its schema: each device's "modes" by ordinal."""
-    r = run(["devices", "--json"], **env)
-    try:
-        doc = json.loads(r.stdout)
-    except json.JSONDecodeError as e:
-        expect("devices --json parses", False, f"{e}\n{r.stdout}{r.stderr}")
-        return {}
-    errors = sorted(devices_validator.iter_errors(doc), key=str)
-    expect("devices --json matches its schema (modes included)", r.returncode == 0 and not errors,
-           "\n".join(str(e) for e in errors[:3]) + r.stderr)
+def device_modes(name, **env):
+    """devices --json, checked against its schema (modes included): each device's "modes" by ordinal."""
+    doc = check_json(name, run(["devices", "--json"], **env), "ok", 0, devices_validator) or {}
     return {d["ordinal"]: d.get("modes") for d in doc.get("devices", [])}
 
 
-got = device_modes(**modes)
+got = device_modes("devices --json with MPS, MIG and persistence", **modes)
 expect("devices --json: MPS, its clients, persistence and MIG per device, as -v shows them",
        got == {0: {"mps": False, "mps_client_processes": None, "persistence_mode": False, "mig": True,
                    "mig_instances": 2, "nvml_problem": None},
@@ -316,13 +309,8 @@ expect("devices --json: MPS, its clients, persistence and MIG per device, as -v 
                    "mig_instances": None, "nvml_problem": None}}, str(got))
 # An -i that names no device: exit 2, and a document its schema allows (status usage_error).
 check_json("processes -i naming no device", run(["processes", "--json", "-i", "7"]), "usage_error", 2)
-r = run(["devices", "--json", "-i", "7"])
-doc = json.loads(r.stdout) if r.stdout.startswith("{") else {}
-errors = sorted(devices_validator.iter_errors(doc), key=str)
-expect("devices -i naming no device: exit 2, status usage_error, as its schema allows",
-       r.returncode == 2 and doc.get("status") == "usage_error" and not errors,
-       f"{r.returncode} {doc.get('status')} " + "\n".join(str(e) for e in errors[:3]))
-got = device_modes(CUCTX_NVML_PATH="/nonexistent/nvml.so")
+check_json("devices -i naming no device", run(["devices", "--json", "-i", "7"]), "usage_error", 2, devices_validator)
+got = device_modes("devices --json without NVML", CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("devices --json without NVML: null, not a guess, and why",
        len(got) == 2 and all(m["persistence_mode"] is None and m["mig"] is None and m["mps_client_processes"] is None
                              and m["nvml_problem"] for m in got.values()), str(got))
