@@ -5,8 +5,8 @@
 // process (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack
 // placements); then it prints the low address bits of what the guard writes. `--sweep` times the real
 // guard at every 16-byte placement of its stack over 4 KiB instead; `--code` times the real guard, the
-// copy, the depth layout and the sentinel check (below) with their loops shifted four ways in a line of
-// code.
+// copy, the depth layout (below) and the sentinel check (kSentinel) with their loops shifted four ways
+// in a line of code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
