@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """libcuctx.so exports its public API and the few internals ContextGuard's inline code reaches, and
-nothing else of cuctx::detail, spdlog or fmt (nm -D --defined-only, demangled).
+nothing else of cuctx::detail, spdlog or fmt (nm -D --defined-only, demangled); and its thread-locals
+(its TLS segment, readelf -l) stay under 384 bytes, as docs/contexts.md says: a program that dlopen()s
+libcuctx takes them from glibc's reserve of static TLS (512 bytes), which other libraries share.
 
 usage: check_symbols.py LIBCUCTX
 """
@@ -43,6 +45,16 @@ for needed in ["cuctx::Context::create(", "cuctx::ContextGuard::enter(", "cuctx:
         failures.append("not exported: " + needed)
 detail = sum("cuctx::detail::" in s for s in symbols)
 print(f"{len(symbols)} symbols exported, {detail} of them cuctx::detail")
+
+headers = subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True, check=True).stdout
+tls = [line.split() for line in headers.splitlines() if line.split()[:1] == ["TLS"]]
+if len(tls) != 1:
+    failures.append(f"{len(tls)} TLS segments, not one (the thread record is a thread-local)")
+else:
+    tls_bytes = int(tls[0][5], 16)  # TLS Offset VirtAddr PhysAddr FileSiz MemSiz Flg Align
+    print(f"static TLS: {tls_bytes} bytes")
+    if tls_bytes >= 384:
+        failures.append(f"static TLS of {tls_bytes} bytes, not under 384: dlopen() may run out of glibc's reserve")
 for f in failures[:40]:
     print("FAIL " + f)
 sys.exit(1 if failures else 0)
