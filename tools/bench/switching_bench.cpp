@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,42 +198,32 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
     const std::size_t k = shared.size();
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
-    // Before the clock starts, each thread switches once the way its side does, so that neither
-    // side's figure holds what a thread's first switch costs (the driver's per-thread set-up, and
-    // cuctx registering the thread).
-    auto rawSetUp = [&] {
-        start = nextStart.fetch_add(1);
+    // Each thread's `n` tasks, from its starting point: the raw pair, or a guard.
+    const std::function<void(long)> rawTasks = [&](long n) {
         CUcontext popped = nullptr;
-        d.cuCtxPushCurrent(shared[start % k].native());
-        d.cuCtxPopCurrent(&popped);
+        for (long i = 0; i < n; ++i) {
+            d.cuCtxPushCurrent(shared[(start + static_cast<std::size_t>(i)) % k].native());
+            keep(i);
+            d.cuCtxPopCurrent(&popped);
+        }
     };
-    auto guardSetUp = [&] {
-        start = nextStart.fetch_add(1);
-        const cuctx::ContextGuard g(shared[start % k]);
+    const std::function<void(long)> guardTasks = [&](long n) {
+        for (long i = 0; i < n; ++i) {
+            cuctx::ContextGuard g(shared[(start + static_cast<std::size_t>(i)) % k]);
+            keep(g);
+        }
     };
-    auto raw = [&] {
+    // Before the clock starts, each thread does one task of its side, so that neither side's figure
+    // holds what a thread's first switch costs (the driver's per-thread set-up, and cuctx
+    // registering the thread).
+    auto run = [&](const std::function<void(long)>& tasks) {
         return aggregateOps(
-            o.threads, o.tasks, rawSetUp,
-            [&](long n) {
-                CUcontext popped = nullptr;
-                for (long i = 0; i < n; ++i) {
-                    d.cuCtxPushCurrent(shared[(start + static_cast<std::size_t>(i)) % k].native());
-                    keep(i);
-                    d.cuCtxPopCurrent(&popped);
-                }
+            o.threads, o.tasks,
+            [&] {
+                start = nextStart.fetch_add(1);
+                tasks(1);
             },
-            [] {});
-    };
-    auto guarded = [&] {
-        return aggregateOps(
-            o.threads, o.tasks, guardSetUp,
-            [&](long n) {
-                for (long i = 0; i < n; ++i) {
-                    cuctx::ContextGuard g(shared[(start + static_cast<std::size_t>(i)) % k]);
-                    keep(g);
-                }
-            },
-            [] {});
+            tasks, [] {});
     };
     ThreadFigures f;
     std::vector<double> ratios;
@@ -240,11 +231,11 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
         double a = 0;
         double b = 0;
         if (r % 2 == 0) {
-            a = raw();
-            b = guarded();
+            a = run(rawTasks);
+            b = run(guardTasks);
         } else {
-            b = guarded();
-            a = raw();
+            b = run(guardTasks);
+            a = run(rawTasks);
         }
         f.raw = std::max(f.raw, a);
         f.guarded = std::max(f.guarded, b);
