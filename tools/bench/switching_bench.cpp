@@ -215,8 +215,10 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
     };
     // Before the clock starts, each thread does one task of its side, so that neither side's figure
     // holds what a thread's first switch costs (the driver's per-thread set-up, and cuctx
-    // registering the thread).
+    // registering the thread). Both sides' threads start from the same contexts, whatever the
+    // number of threads.
     auto run = [&](const std::function<void(long)>& tasks) {
+        nextStart.store(0);
         return aggregateOps(
             o.threads, o.tasks,
             [&] {
