@@ -223,7 +223,8 @@ full_env.update({"CUCTX_DRIVER_PATH": fake, "CUCTX_NVML_PATH": nvml})
 
 
 def where(pid):
-    """What a watch that did not end is doing: each thread's name, state and kernel wait channel."""
+    """What a watch that did not end is doing: each thread's name, state, kernel wait channel and signal
+    masks (pending for the thread and the process, blocked, caught)."""
     lines = []
     try:
         for t in sorted(os.listdir(f"/proc/{pid}/task")):
@@ -233,7 +234,10 @@ def where(pid):
                         return f.read().strip()
                 except OSError:
                     return "?"
-            lines.append(f"thread {t} {read('comm')}: {read('stat').split(')')[-1].split()[0]} in {read('wchan')}")
+            masks = " ".join(line.replace("\t", "") for line in read("status").splitlines()
+                             if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigCgt")))
+            lines.append(f"thread {t} {read('comm')}: {read('stat').split(')')[-1].split()[0]} in {read('wchan')}"
+                         f" ({masks})")
     except OSError as e:
         lines.append(str(e))
     return "; ".join(lines)
