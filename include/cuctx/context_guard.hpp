@@ -70,12 +70,11 @@ public:
         }
         // A new entry on top, written before the push so that the stores retire in the shadow of
         // the driver's call (a failed push takes it back). Out of line: an empty handle, a green or
-        // orphaned context, a thread not yet registered (its top off the record, so that the new
-        // entry would lie outside it), a full record, a forked child.
+        // orphaned context, a full record, a thread not yet registered, exited or in a forked child
+        // (the slot above the top is null: the record's end slot, or the off record's).
         detail::RecordEntry* const mine = top + 1;
-        if (reinterpret_cast<std::uintptr_t>(mine) - reinterpret_cast<std::uintptr_t>(&record.entries[1]) <
-                (detail::kRecordEntries - 1) * sizeof(detail::RecordEntry) &&
-            state != nullptr && state->leaveFlags.load(std::memory_order_relaxed) == 0) [[likely]] {
+        if (mine->load(std::memory_order_relaxed) != nullptr && state != nullptr &&
+            state->leaveFlags.load(std::memory_order_relaxed) == 0) [[likely]] {
             mine->store(state, std::memory_order_relaxed);
             record.top.store(mine, std::memory_order_release);
             entry_ = mine;

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
+#include <utility>
 
 namespace cuctx::detail {
 namespace {
@@ -88,9 +90,16 @@ std::vector<AbandonedEntry>& abandonedEntries()
 constinit ContextState g_placeholderContext{};
 
 constinit thread_local ThreadState* t_threadState = nullptr;
-constinit RecordEntry g_offRecord{&g_placeholderContext};
-// Nothing entered, the top off the record: the inline guard goes out of line until the thread registers.
-constinit thread_local ThreadRecord t_record{&g_offRecord, {&g_placeholderContext}, 0, false};
+constinit RecordEntry g_offRecord[2]{&g_placeholderContext, nullptr};
+
+// A record with nothing entered and its top off the record (the inline guard goes out of line
+// until the thread registers): every slot the placeholder, the end slot null.
+template <std::size_t... K>
+constexpr ThreadRecord initialRecord(std::index_sequence<K...> /*slots*/)
+{
+    return ThreadRecord{&g_offRecord[0], {((void)K, &g_placeholderContext)..., nullptr}, 0, false};
+}
+constinit thread_local ThreadRecord t_record = initialRecord(std::make_index_sequence<kRecordEntries>());
 
 // In a child forked after CUDA was initialised: the forking thread's guards must take the slow
 // path, which reports the fork, instead of trusting the inherited top. The entries move out of the
@@ -102,7 +111,7 @@ static void clearTopInChild()
     if (initialisingPid() != 0 && !t_record.forked) {
         ThreadRecord& record = t_record;
         record.hiddenDepth = depthAt(record, record.top.load(std::memory_order_relaxed));
-        record.top.store(&g_offRecord, std::memory_order_relaxed);
+        record.top.store(&g_offRecord[0], std::memory_order_relaxed);
         record.forked = true;
     }
 }
@@ -179,7 +188,7 @@ ThreadState::~ThreadState()
             left.push_back(state);
     }
     // A later guard here (a thread-local's destructor) takes the slow path and registers anew.
-    mine.top.store(&g_offRecord, std::memory_order_relaxed);
+    mine.top.store(&g_offRecord[0], std::memory_order_relaxed);
     mine.hiddenDepth = 0;
     mine.forked = false;
     t_threadState = nullptr;

@@ -58,14 +58,15 @@ struct ThreadState {
     bool adopted = false; // entry 1 is an adoption
 };
 
-/// Where a record's top points while the inline guard must go out of line (unregistered, exited,
-/// forked child): an entry outside every record, holding the placeholder. Never written.
-extern RecordEntry g_offRecord;
+/// Where a record's top points (&g_offRecord[0]) while the inline guard must go out of line
+/// (unregistered, exited, forked child): an entry outside every record, holding the placeholder, and
+/// above it a null slot, where the inline guard finds no room. Never written.
+extern RecordEntry g_offRecord[2];
 
 /// The depth `top` stands for in `record`: the index of the entry it points to, 0 off the record.
 inline std::uint32_t depthAt(const ThreadRecord& record, const RecordEntry* top) noexcept
 {
-    return top == &g_offRecord ? 0 : static_cast<std::uint32_t>(top - record.entries);
+    return top == &g_offRecord[0] ? 0 : static_cast<std::uint32_t>(top - record.entries);
 }
 
 /// Another thread's depth, for a thread reading its record under the registry mutex (acquire: the

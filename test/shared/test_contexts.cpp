@@ -343,6 +343,8 @@ TEST_CASE("a thread enters up to 31 contexts at once; one more is a clear error 
         CHECK_THROWS_AS(ContextStack::push(next), cuctx::Error);
         CHECK(ContextStack::depth() == most); // nothing changed
         CHECK(rawCurrent() == top);
+        // The end slot, which sends the inline guard out of line on a full record, stays null.
+        CHECK(cuctx::detail::t_record.entries[cuctx::detail::kRecordEntries].load() == nullptr);
         {
             ContextGuard elided(most % 2 == 0 ? b : a); // the context on top: no entry needed
             CHECK_FALSE(elided.switched());

@@ -5,8 +5,8 @@
 // process (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack
 // placements); then it prints the low address bits of what the guard writes. `--sweep` times the real
 // guard at every 16-byte placement of its stack over 4 KiB instead; `--code` times the real guard, the
-// copy, the depth layout (below) and the sentinel check (kSentinel) with their loops shifted four ways
-// in a line of code.
+// copy, the depth layout (below) and the thread-pointer room check (kThreadPointer) with their loops
+// shifted four ways in a line of code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -33,45 +33,26 @@ namespace {
 
 // Variants, each a copy of the header's switching path with some parts (bits) kept; fallbacks are
 // traps. All of them take the context through a Context, as the real guard does.
-constexpr unsigned kElide = 1;     // the elided check: the record's top against the context
-constexpr unsigned kLimit = 2;     // the room left in the record and the empty-handle test
-constexpr unsigned kFlagsIn = 4;   // the leave flags on entry (green and orphaned contexts go out of line)
-constexpr unsigned kRecord = 8;    // the entry and the top written, checked at exit, the top restored
+constexpr unsigned kElide = 1;   // the elided check: the record's top against the context
+constexpr unsigned kLimit = 2;   // the room left in the record (the slot above the top not null), the empty-handle test
+constexpr unsigned kFlagsIn = 4; // the leave flags on entry (green and orphaned contexts go out of line)
+constexpr unsigned kRecord = 8;  // the entry and the top written, checked at exit, the top restored
 constexpr unsigned kPopCheck = 16; // what the driver popped, against the context
 constexpr unsigned kFlagsOut = 32; // the leave flags at exit
 constexpr unsigned kAll = 63;
-// Not a part but an alternative room check (not adopted; measured beside the copy): the slot above the
-// record's last entry, and the one above the off-record entry, hold an end marker that no state pointer
-// equals, so that entering loads the slot it is about to write and compares it with the marker, instead
-// of taking the thread pointer (a load from %fs:0) to compute where the slot lies. One slot more a
-// thread; the copy keeps it in a record of its own, t_sentinel.
-constexpr unsigned kSentinel = 64;
-
-struct SentinelRecord {
-    std::atomic<d::RecordEntry*> top;
-    d::RecordEntry entries[d::kRecordEntries + 1];
-};
-d::ContextState g_endMarker; // only its address: the marker
-constinit thread_local SentinelRecord t_sentinel CUCTX_TLS_INITIAL_EXEC{};
+// Not a part but an alternative room check, the one before 2026-12-06 (measured beside the copy): take
+// the thread pointer (a load from %fs:0) to compute where the new entry lies and compare that with the
+// record's bounds, instead of loading the slot and testing it against the null end slot.
+constexpr unsigned kThreadPointer = 64;
 
 template <unsigned F>
-[[gnu::always_inline]] inline auto& recordOf()
+[[gnu::always_inline]] inline bool roomFor(const d::ThreadRecord& record, const d::RecordEntry* mine)
 {
-    if constexpr ((F & kSentinel) != 0)
-        return t_sentinel;
+    if constexpr ((F & kThreadPointer) != 0)
+        return reinterpret_cast<std::uintptr_t>(mine) - reinterpret_cast<std::uintptr_t>(&record.entries[1]) <
+               (d::kRecordEntries - 1) * sizeof(d::RecordEntry);
     else
-        return d::t_record;
-}
-
-bool roomFor(const d::ThreadRecord& record, const d::RecordEntry* mine)
-{
-    return reinterpret_cast<std::uintptr_t>(mine) - reinterpret_cast<std::uintptr_t>(&record.entries[1]) <
-           (d::kRecordEntries - 1) * sizeof(d::RecordEntry);
-}
-
-bool roomFor(const SentinelRecord& /*record*/, const d::RecordEntry* mine)
-{
-    return mine->load(std::memory_order_relaxed) != &g_endMarker;
+        return mine->load(std::memory_order_relaxed) != nullptr;
 }
 
 template <unsigned F>
@@ -80,14 +61,14 @@ struct G {
     d::RecordEntry* entry;
     [[gnu::always_inline]] explicit G(const Context& c) : state(detail::ContextAccess::state(c))
     {
-        auto& record = recordOf<F>();
+        d::ThreadRecord& record = d::t_record;
         d::RecordEntry* const top = record.top.load(std::memory_order_relaxed);
         if constexpr ((F & kElide) != 0)
             if (top->load(std::memory_order_relaxed) == state) [[unlikely]]
                 __builtin_trap();
         entry = top + 1;
         if constexpr ((F & kLimit) != 0)
-            if (!roomFor(record, entry) || state == nullptr) [[unlikely]]
+            if (!roomFor<F>(record, entry) || state == nullptr) [[unlikely]]
                 __builtin_trap();
         if constexpr ((F & kFlagsIn) != 0)
             if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
@@ -101,7 +82,7 @@ struct G {
     }
     [[gnu::always_inline]] ~G()
     {
-        auto& record = recordOf<F>();
+        d::ThreadRecord& record = d::t_record;
         if constexpr ((F & kRecord) != 0)
             if (record.top.load(std::memory_order_relaxed) != entry) [[unlikely]]
                 __builtin_trap();
@@ -231,7 +212,7 @@ void codePlacement(const Context* const* contexts, const CUcontext* handles)
         {"guard", shifted<ContextGuard>()},
         {"copy", shifted<G<kAll>>()},
         {"depth", shifted<DepthG>()},
-        {"sentinel", shifted<G<kAll | kSentinel>>()},
+        {"thread pointer", shifted<G<kAll | kThreadPointer>>()},
     };
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
@@ -293,11 +274,6 @@ int main(int argc, char** argv)
     }
     t_depth.entries[0].store(&d::g_placeholderContext, std::memory_order_relaxed);
     t_depth.limit = d::kRecordEntries;
-    // As the real record stands under the binding: the placeholder, then `home`, on top.
-    t_sentinel.entries[0].store(&d::g_placeholderContext, std::memory_order_relaxed);
-    t_sentinel.entries[1].store(detail::ContextAccess::state(home), std::memory_order_relaxed);
-    t_sentinel.entries[d::kRecordEntries].store(&g_endMarker, std::memory_order_relaxed);
-    t_sentinel.top.store(&t_sentinel.entries[1], std::memory_order_relaxed);
     std::vector<const Context*> contexts;
     std::vector<CUcontext> handles;
     for (const Context& c : made) {
@@ -325,7 +301,7 @@ int main(int argc, char** argv)
             {"-flags out", [&](long n) { loop<G<kAll & ~kFlagsOut>>(contexts.data(), mask, n); }},
             {"calls only", [&](long n) { loop<G<0>>(contexts.data(), mask, n); }},
             {"depth", [&](long n) { loop<DepthG>(contexts.data(), mask, n); }},
-            {"sentinel", [&](long n) { loop<G<kAll | kSentinel>>(contexts.data(), mask, n); }},
+            {"thread pointer", [&](long n) { loop<G<kAll | kThreadPointer>>(contexts.data(), mask, n); }},
         };
         const std::function<void(long)> raw = [&](long n) { rawLoop(handles.data(), mask, n); };
         double bestRaw = 1e9;

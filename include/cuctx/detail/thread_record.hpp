@@ -22,10 +22,15 @@
 //                elided guard (its context already on top) makes none
 //   placeholder  g_placeholderContext, entries[0]: matches no guard's context (an empty Context's
 //                included), so the elided check needs no test for null or for an empty stack
+//   end slot     entries[kRecordEntries], null forever: the inline guard loads the slot it is about
+//                to write and goes out of line if it is null, which costs one load from a line the
+//                thread already holds instead of the thread pointer (a load from %fs:0) to compute
+//                where the slot lies; every other slot holds the placeholder until written, and no
+//                writer stores null
 //   off record   g_offRecord, where `top` points while the inline guard must go out of line: until
 //                the thread is registered (a destroyer must see its entries before it makes any),
-//                after it exits, and in a forked child; it holds the placeholder, and an entry made
-//                above it would lie outside the record, which sends the guard out of line
+//                after it exits, and in a forked child; its first slot holds the placeholder, its
+//                second null, so that a guard finds no room above it
 //   base         what the driver had current below cuctx's entries when cuctx last looked
 //   diversion    what g_push/g_pop point to where the inline path must not call the driver
 //   orphaned     a context whose last handle is gone while a thread still uses it
@@ -55,8 +60,8 @@ struct ContextState;
 extern CUCTX_API ContextState g_placeholderContext;
 
 /// Entries in a thread's record, the placeholder included: cuctx keeps at most kRecordEntries - 1
-/// contexts entered at once on one thread (Errc::invalid_state beyond). 32 entries are 256 bytes of
-/// each thread's static TLS.
+/// contexts entered at once on one thread (Errc::invalid_state beyond). 32 entries and the end slot
+/// are 264 bytes of each thread's static TLS.
 inline constexpr std::uint32_t kRecordEntries = 32;
 
 /// One entry: the context, written only by the record's thread.
@@ -67,7 +72,8 @@ struct ThreadRecord {
     /// or none while it points off the record (g_offRecord, in src/context/thread_state.hpp). Written only by its
     /// thread (a release store after the entry it covers); read by threads destroying a context.
     std::atomic<RecordEntry*> top;
-    RecordEntry entries[kRecordEntries];
+    /// entries[kRecordEntries] is the end slot: null, never written.
+    RecordEntry entries[kRecordEntries + 1];
     /// In a child forked after CUDA was initialised: the parent's depth, moved out of the guards'
     /// sight (the top is off the record there, so every guard goes out of line and reports the fork),
     /// and that it was. The entries stay, so that scopes the parent opened can unwind.
@@ -78,7 +84,7 @@ struct ThreadRecord {
 // constinit: no TLS init wrapper on the hot path. The initial-exec model, declared here so that it
 // holds in every program that inlines a guard: position-independent code (a backend's own shared
 // library, a static library built with -fPIC) would otherwise reach t_record through __tls_get_addr,
-// a call per access. cuctx's thread-locals take 320 bytes (test/consumers/check_symbols.py keeps
+// a call per access. cuctx's thread-locals take 328 bytes (test/consumers/check_symbols.py keeps
 // them under 384), so programs loading it with dlopen do not run short of static TLS (glibc keeps
 // 512 bytes for them).
 #if defined(__GNUC__) || defined(__clang__)
