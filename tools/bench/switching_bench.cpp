@@ -203,7 +203,7 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
     const std::size_t k = shared.size();
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
-    // Each thread's `n` tasks, from its starting point: the raw pair, or a guard.
+    // Each thread's `n` tasks, from its starting point: the raw pair, a guard, or the minimal guard.
     const std::function<void(long)> rawTasks = [&](long n) {
         CUcontext popped = nullptr;
         for (long i = 0; i < n; ++i) {
