@@ -128,15 +128,28 @@ JsonWriter& JsonWriter::value(bool flag)
     return *this;
 }
 
+std::string exactNumber(double number)
+{
+    if (!std::isfinite(number))
+        return {};
+    // The shortest digits that read back as the same double: a document's figures are exact, so that a
+    // small one (0.0004 ms) does not read as zero, as it did with three fixed decimals. Without an
+    // exponent where that stays short (0.0004, not 4e-04), with one beyond. std::to_chars, not printf:
+    // the decimal point is '.' whatever the C locale says.
+    const double magnitude = std::fabs(number);
+    const bool fixed = magnitude == 0 || (magnitude >= 1e-6 && magnitude < 1e15);
+    char text[64]; // fixed: at most 17 digits, 6 zeros, a sign and a point; otherwise at most 24
+    const auto [end, ec] = fixed ? std::to_chars(text, text + sizeof text, number, std::chars_format::fixed)
+                                 : std::to_chars(text, text + sizeof text, number);
+    return std::string(text, ec == std::errc{} ? end : text);
+}
+
 JsonWriter& JsonWriter::value(double number)
 {
     if (!std::isfinite(number))
         return null(); // JSON has no NaN or infinity
     beforeValue();
-    char text[400]; // the longest fixed form of a double, 3 decimals
-    // std::to_chars, not printf: the decimal point is '.' whatever the C locale says.
-    const auto [end, ec] = std::to_chars(text, text + sizeof text, number, std::chars_format::fixed, 3);
-    out_.append(text, ec == std::errc{} ? end : text);
+    out_ += exactNumber(number);
     return *this;
 }
 

@@ -2,8 +2,8 @@
 #pragma once
 
 // A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():
-// objects, arrays, strings (escaped, always valid UTF-8), numbers (doubles with 3 decimals, '.' in any
-// locale), booleans and null, pretty-printed with two-space indentation. Not public API
+// objects, arrays, strings (escaped, always valid UTF-8), numbers (a double as the shortest text that
+// reads back as it, '.' in any locale), booleans and null, pretty-printed with two-space indentation. Not public API
 // (cuctx::detail): in the static library that libcuctx and the tools share (support/meson.build).
 
 #include <cstdint>
@@ -55,5 +55,10 @@ private:
 /// every byte that is not part of a well-formed sequence (a path's "\xff", say) becomes U+FFFD,
 /// escaped as "\ufffd"; control characters are escaped, C1 (U+0080-U+009F) included.
 std::string jsonQuote(std::string_view text);
+
+/// `number` as the shortest text that reads back as the same double ("0.0004", "1e-07", "225.192"),
+/// '.' in any locale: what JsonWriter writes, and what CSV output should write too. Empty for NaN and
+/// infinity, which JSON cannot hold.
+std::string exactNumber(double number);
 
 } // namespace cuctx::detail

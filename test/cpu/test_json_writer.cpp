@@ -7,6 +7,7 @@
 #include "format/printable.hpp"
 
 #include <clocale>
+#include <cstdlib>
 #include <string>
 
 using cuctx::detail::jsonQuote;
@@ -28,7 +29,7 @@ TEST_CASE("JSON numbers use '.' in any C locale", "[json]")
 {
     cuctx::detail::JsonWriter j;
     j.beginArray().value(1234.5).value(-0.25).value(1e300 * 1e10).endArray();
-    CHECK(j.text() == "[\n  1234.500,\n  -0.250,\n  null\n]\n");
+    CHECK(j.text() == "[\n  1234.5,\n  -0.25,\n  null\n]\n");
     // Where a locale with a decimal comma is installed, printf would write "1234,500".
     for (const char* name : {"de_DE.UTF-8", "fr_FR.UTF-8", "de_DE.utf8", "fr_FR.utf8"}) {
         if (std::setlocale(LC_NUMERIC, name) == nullptr)
@@ -36,8 +37,28 @@ TEST_CASE("JSON numbers use '.' in any C locale", "[json]")
         cuctx::detail::JsonWriter k;
         k.value(1234.5);
         std::setlocale(LC_NUMERIC, "C");
-        CHECK(k.text() == "1234.500");
+        CHECK(k.text() == "1234.5");
         break;
+    }
+}
+
+TEST_CASE("JSON numbers are exact: small figures keep their digits, each reads back as the same double", "[json]")
+{
+    // A bench row of 0.0004 ms read 0.000 with three fixed decimals, and a check that figures are
+    // positive failed.
+    const double numbers[] = {0.0004, 1e-7, 0.1 + 0.2, 123456789.125, -2.2250738585072014e-308, 1.7976931348623157e308,
+                              0.0};
+    cuctx::detail::JsonWriter j;
+    j.beginArray();
+    for (const double d : numbers)
+        j.value(d);
+    j.endArray();
+    CHECK(j.text() == "[\n  0.0004,\n  1e-07,\n  0.30000000000000004,\n  123456789.125,\n  -2.2250738585072014e-308,\n"
+                      "  1.7976931348623157e+308,\n  0\n]\n");
+    for (const double d : numbers) {
+        cuctx::detail::JsonWriter k;
+        k.value(d);
+        CHECK(std::strtod(k.text().c_str(), nullptr) == d);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include "command_line.hpp"
 #include "format/cuda_version.hpp"
+#include "format/json_writer.hpp"
 #include "format/report_format.hpp"
 #include "format/report_json.hpp"
 #include "measure.hpp"
@@ -102,8 +103,10 @@ void printCsv(const std::vector<Row>& rows)
     for (const Row& r : rows) {
         const auto speedup = r.speedup();
         // RFC 4180: a name is quoted (some hold commas).
-        std::printf("\"%s\",%s,%.4f,%s,%s\n", r.name.c_str(), r.unit, r.raw,
-                    r.cuctx ? std::to_string(*r.cuctx).c_str() : "", speedup ? std::to_string(*speedup).c_str() : "");
+        // Exact figures, as in --json (a fixed number of decimals turned 0.00004 ms into 0.0000).
+        std::printf("\"%s\",%s,%s,%s,%s\n", r.name.c_str(), r.unit, detail::exactNumber(r.raw).c_str(),
+                    r.cuctx ? detail::exactNumber(*r.cuctx).c_str() : "",
+                    speedup ? detail::exactNumber(*speedup).c_str() : "");
     }
 }
 
