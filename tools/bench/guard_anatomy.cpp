@@ -5,8 +5,8 @@
 // process (bench::compareLoops: the median over 201 pairs of short runs, each spread over 16 stack
 // placements); then it prints the low address bits of what the guard writes. `--sweep` times the real
 // guard at every 16-byte placement of its stack over 4 KiB instead; `--code` times the real guard, the
-// copy, the depth layout (below) and the thread-pointer room check (kThreadPointer) with their loops
-// shifted four ways in a line of code.
+// copy, the depth layout (below), the thread-pointer room check (kThreadPointer) and the driver's calls
+// alone with their loops shifted four ways in a line of code.
 //
 // The copies reach cuctx's internals; they are measurements, not alternatives to use.
 
@@ -186,9 +186,12 @@ const void* g_guardAddress = nullptr;
 // --code: the same loops, each shifted by 0, 16, 32 and 48 bytes within a 64-byte line of code (the
 // function aligned to 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far
 // code placement alone moves a layout's ratio, to tell a layout's gain from where the compiler put its
-// loop. The shifts are from where the compiler starts each loop, which differs between layouts: g++ 12
-// aligns the real guard's loop to 8 bytes (it starts at 56, 8, 24, 40) and the others' to 16 (0, 16,
-// 32, 48); clang 14 starts all three at 48, 0, 16, 32.
+// loop. The shifts are from where the compiler starts each loop, which differs between layouts,
+// compilers and builds (disassemble the loopAt functions to see where). The driver's calls alone ("calls only": the
+// context reached through its Context, push and pop through cuctx's pointers) are the floor of every
+// layout at each shift. Once (an H100 machine, 2026-12-06) single shifts read 2.1x-3.2x, the guard's
+// and the copy's at different shifts, in one process only: two processes after it on the same machine
+// read 1.01x-1.06x at every shift.
 #define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
 template <int Pad, class Guard>
 [[gnu::noinline, gnu::aligned(64)]] void loopAt(const Context* const* contexts, std::size_t mask, long n)
@@ -209,10 +212,9 @@ std::array<LoopFn, 4> shifted()
 void codePlacement(const Context* const* contexts, const CUcontext* handles)
 {
     const std::pair<const char*, std::array<LoopFn, 4>> layouts[] = {
-        {"guard", shifted<ContextGuard>()},
-        {"copy", shifted<G<kAll>>()},
-        {"depth", shifted<DepthG>()},
-        {"thread pointer", shifted<G<kAll | kThreadPointer>>()},
+        {"guard", shifted<ContextGuard>()}, {"copy", shifted<G<kAll>>()},
+        {"depth", shifted<DepthG>()},       {"thread pointer", shifted<G<kAll | kThreadPointer>>()},
+        {"calls only", shifted<G<0>>()},
     };
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
