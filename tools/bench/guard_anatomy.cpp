@@ -190,7 +190,7 @@ const void* g_guardAddress = nullptr;
 // compilers and builds (disassemble the loopAt functions to see where). The driver's calls alone ("calls only": the
 // context reached through its Context, push and pop through cuctx's pointers) are the floor of every
 // layout at each shift. Once (an H100 machine, 2026-12-06) single shifts read 2.1x-3.2x, the guard's
-// and the copy's at different shifts, in one process only: two processes after it on the same machine
+// and the copy's at different shifts, in one process only: two processes on another machine after it
 // read 1.01x-1.06x at every shift.
 #define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
 template <int Pad, class Guard>
