@@ -3,8 +3,9 @@
 
 // A small streaming JSON writer for cuctx-inspect's --json output and cuctx::ProcessReport::json():
 // objects, arrays, strings (escaped, always valid UTF-8), numbers (a double as the shortest text that
-// reads back as it, '.' in any locale), booleans and null, pretty-printed with two-space indentation. Not public API
-// (cuctx::detail): in the static library that libcuctx and the tools share (support/meson.build).
+// reads back as it, '.' in any locale), booleans and null, pretty-printed with two-space indentation.
+// Not public API (cuctx::detail): in the static library that libcuctx and the tools share
+// (support/meson.build).
 
 #include <cstdint>
 #include <optional>

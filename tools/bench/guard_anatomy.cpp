@@ -184,14 +184,14 @@ const void* g_guardAddress = nullptr;
 }
 
 // --code: the same loops, each shifted by 0, 16, 32 and 48 bytes within a 64-byte line of code (the
-// function aligned to 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far
-// code placement alone moves a layout's ratio, to tell a layout's gain from where the compiler put its
-// loop. The shifts are from where the compiler starts each loop, which differs between layouts,
-// compilers and builds (disassemble the loopAt functions to see where). The driver's calls alone ("calls only": the
-// context reached through its Context, push and pop through cuctx's pointers) are the floor of every
-// layout at each shift. Once (an H100 machine, 2026-12-06) single shifts read 2.1x-3.2x, the guard's
-// and the copy's at different shifts, in one process only: two processes on another machine after it
-// read 1.01x-1.06x at every shift.
+// function aligned to 64 bytes, then `Pad` bytes of no-ops run once per call before the loop): how far code
+// placement alone moves a layout's ratio, to tell a layout's gain from where the compiler put its loop. The
+// shifts are from where the compiler starts each loop, which differs between layouts, compilers and builds
+// (disassemble the loopAt functions to see where). The driver's calls alone ("calls only": the context
+// reached through its Context, push and pop through cuctx's pointers) are the floor of every layout at each
+// shift. Once (an H100 machine, 2026-12-06) single shifts read 2.1x-3.2x, the guard's and the copy's at
+// different shifts, in one process only: two processes on another machine after it read 1.01x-1.06x at
+// every shift.
 #define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
 template <int Pad, class Guard>
 [[gnu::noinline, gnu::aligned(64)]] void loopAt(const Context* const* contexts, std::size_t mask, long n)
@@ -214,7 +214,7 @@ void codePlacement(const Context* const* contexts, const CUcontext* handles)
     const std::pair<const char*, std::array<LoopFn, 4>> layouts[] = {
         {"guard", shifted<ContextGuard>()}, {"copy", shifted<G<kAll>>()},
         {"depth", shifted<DepthG>()},       {"thread pointer", shifted<G<kAll | kThreadPointer>>()},
-        {"calls only", shifted<G<0>>()},
+        {"calls only", shifted<G<0>>()}, // the floor at each shift
     };
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
