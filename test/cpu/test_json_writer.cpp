@@ -7,6 +7,7 @@
 #include "format/printable.hpp"
 
 #include <clocale>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -47,18 +48,20 @@ TEST_CASE("JSON numbers are exact: small figures keep their digits, each reads b
     // A bench row of 0.0004 ms read 0.000 with three fixed decimals, and a check that figures are
     // positive failed.
     const double numbers[] = {0.0004, 1e-7, 0.1 + 0.2, 123456789.125, -2.2250738585072014e-308, 1.7976931348623157e308,
-                              0.0};
+                              0.0,    -0.0};
     cuctx::detail::JsonWriter j;
     j.beginArray();
     for (const double d : numbers)
         j.value(d);
     j.endArray();
     CHECK(j.text() == "[\n  0.0004,\n  1e-07,\n  0.30000000000000004,\n  123456789.125,\n  -2.2250738585072014e-308,\n"
-                      "  1.7976931348623157e+308,\n  0\n]\n");
+                      "  1.7976931348623157e+308,\n  0,\n  -0\n]\n");
     for (const double d : numbers) {
         cuctx::detail::JsonWriter k;
         k.value(d);
-        CHECK(std::strtod(k.text().c_str(), nullptr) == d);
+        const double back = std::strtod(k.text().c_str(), nullptr);
+        CHECK(back == d);
+        CHECK(std::signbit(back) == std::signbit(d)); // -0 stays negative
     }
 }
 
