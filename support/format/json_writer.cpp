@@ -146,10 +146,11 @@ std::string exactNumber(double number)
 
 JsonWriter& JsonWriter::value(double number)
 {
-    if (!std::isfinite(number))
-        return null(); // JSON has no NaN or infinity
+    const std::string text = exactNumber(number);
+    if (text.empty())
+        return null(); // NaN or infinity, which JSON has no number for
     beforeValue();
-    out_ += exactNumber(number);
+    out_ += text;
     return *this;
 }
 
