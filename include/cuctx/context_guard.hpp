@@ -69,19 +69,21 @@ public:
             return;
         }
         // A new entry on top, written before the push so that the stores retire in the shadow of
-        // the driver's call (a failed push takes it back). Out of line: an empty handle, a green or
-        // orphaned context, a full record, a thread not yet registered, exited or in a forked child
-        // (the slot above the top is null: the record's end slot, or the off record's).
+        // the driver's call (a failed push takes it back). Out of line: an empty handle, a green
+        // context (no inline handle), a full record, a thread not yet registered, exited or in a
+        // forked child (the slot above the top is null: the record's end slot, or the off record's).
         detail::RecordEntry* const mine = top + 1;
-        if (mine->load(std::memory_order_relaxed) != nullptr && state != nullptr &&
-            state->leaveFlags.load(std::memory_order_relaxed) == 0) [[likely]] {
-            mine->store(state, std::memory_order_relaxed);
-            record.top.store(mine, std::memory_order_release);
-            entry_ = mine;
-            const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
-            if (const CUresult r = push(state->handle); r != CUDA_SUCCESS) [[unlikely]]
-                entry_ = pushFailed(state, r);
-            return;
+        if (mine->load(std::memory_order_relaxed) != nullptr && state != nullptr) [[likely]] {
+            // Read once: the compiler would load it again after the record's stores.
+            if (const CUcontext handle = state->inlineHandle; handle != nullptr) [[likely]] {
+                mine->store(state, std::memory_order_relaxed);
+                record.top.store(mine, std::memory_order_release);
+                entry_ = mine;
+                const detail::PushFn push = detail::g_push.load(std::memory_order_relaxed);
+                if (const CUresult r = push(handle); r != CUDA_SUCCESS) [[unlikely]]
+                    entry_ = pushFailed(state, r);
+                return;
+            }
         }
         entry_ = enter(context, false);
     }

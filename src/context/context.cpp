@@ -94,6 +94,8 @@ ContextState* newState(CUcontext handle, const Device& device, detail::ContextKi
     state->kind = kind;
     if (kind == detail::ContextKind::green)
         state->leaveFlags.store(ContextState::kGreen, std::memory_order_relaxed);
+    else
+        state->inlineHandle = handle;
     return state;
 }
 

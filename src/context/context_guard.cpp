@@ -35,8 +35,8 @@ RecordEntry* enterState(ContextState* state, bool verify)
 RecordEntry* ContextGuard::enter(const Context& context, bool verify)
 {
     // The header's inline paths did not apply: this context is not on top and the inline push may
-    // not be used (the guard verifies, the handle is empty, the context is green or orphaned, the
-    // thread is new to cuctx, its record is full, or this is a forked child).
+    // not be used (the guard verifies, the handle is empty, the context is green, the thread is new
+    // to cuctx, its record is full, or this is a forked child).
     ContextState* state = detail::ContextAccess::state(context);
     if (state == nullptr)
         (void)detail::checkedState(context, "cuctx::ContextGuard"); // throws: empty handle

@@ -33,12 +33,12 @@ namespace {
 
 // Variants, each a copy of the header's switching path with some parts (bits) kept; fallbacks are
 // traps. All of them take the context through a Context, as the real guard does.
-constexpr unsigned kElide = 1;   // the elided check: the record's top against the context
-constexpr unsigned kLimit = 2;   // the room left in the record (the slot above the top not null), the empty-handle test
-constexpr unsigned kFlagsIn = 4; // the leave flags on entry (green and orphaned contexts go out of line)
-constexpr unsigned kRecord = 8;  // the entry and the top written, checked at exit, the top restored
-constexpr unsigned kPopCheck = 16; // what the driver popped, against the context
-constexpr unsigned kFlagsOut = 32; // the leave flags at exit
+constexpr unsigned kElide = 1; // the elided check: the record's top against the context
+constexpr unsigned kLimit = 2; // the room left in the record (the slot above the top not null), the empty-handle test
+constexpr unsigned kInlineHandle = 4; // the context's inline handle tested on entry (green contexts go out of line)
+constexpr unsigned kRecord = 8;       // the entry and the top written, checked at exit, the top restored
+constexpr unsigned kPopCheck = 16;    // what the driver popped, against the context
+constexpr unsigned kFlagsOut = 32;    // the leave flags at exit
 constexpr unsigned kAll = 63;
 // Not a part but an alternative room check, the one before 2026-12-06 (measured beside the copy): take
 // the thread pointer (a load from %fs:0) to compute where the new entry lies and compare that with the
@@ -70,14 +70,16 @@ struct G {
         if constexpr ((F & kLimit) != 0)
             if (!roomFor<F>(record, entry) || state == nullptr) [[unlikely]]
                 __builtin_trap();
-        if constexpr ((F & kFlagsIn) != 0)
-            if (state->leaveFlags.load(std::memory_order_relaxed) != 0) [[unlikely]]
+        // Read once, as the header does: the compiler would load it again after the record's stores.
+        const CUcontext handle = (F & kInlineHandle) != 0 ? state->inlineHandle : state->handle;
+        if constexpr ((F & kInlineHandle) != 0)
+            if (handle == nullptr) [[unlikely]]
                 __builtin_trap();
         if constexpr ((F & kRecord) != 0) {
             entry->store(state, std::memory_order_relaxed);
             record.top.store(entry, std::memory_order_release);
         }
-        if (d::g_push.load(std::memory_order_relaxed)(state->handle) != CUDA_SUCCESS) [[unlikely]]
+        if (d::g_push.load(std::memory_order_relaxed)(handle) != CUDA_SUCCESS) [[unlikely]]
             __builtin_trap();
     }
     [[gnu::always_inline]] ~G()
@@ -109,7 +111,15 @@ struct G {
 // Other layouts measured no better than the spread between runs: the record written after the push,
 // a Context of two words (the state and the CUcontext), the top as one word with the depth in the
 // state pointer's low bits (1.053x-1.076x), and no empty-handle test (an empty Context pointing to a
-// placeholder state with leave flags: within 0.5%).
+// placeholder state with leave flags: within 0.5%). Entering tested the leave flags and then loaded
+// the handle until 2026-12-06, when one word replaced both (ContextState::inlineHandle, kInlineHandle
+// here): in the seven comparisons where the flags' copy read 1.043x-1.060x (four processes, H100
+// machines, --code means and single runs), copies of the inline handle read 0.001-0.026 lower; where
+// it read about 1.03x, they read the same within 0.005. Measured then and not adopted, none lower than
+// the inline handle's copy beyond the spread between runs (three or four processes each): no
+// empty-handle test as well, the pushed handle kept in a register for the pop check, and the driver's
+// push and pop read from the thread's record beside its top instead of from g_push and g_pop (one
+// cache line fewer).
 struct DepthRecord {
     std::atomic<std::uint32_t> depth;
     std::uint32_t limit;
@@ -297,7 +307,7 @@ int main(int argc, char** argv)
             {"copy", [&](long n) { loop<G<kAll>>(contexts.data(), mask, n); }},
             {"-elide", [&](long n) { loop<G<kAll & ~kElide>>(contexts.data(), mask, n); }},
             {"-limit", [&](long n) { loop<G<kAll & ~kLimit>>(contexts.data(), mask, n); }},
-            {"-flags in", [&](long n) { loop<G<kAll & ~kFlagsIn>>(contexts.data(), mask, n); }},
+            {"-inline handle", [&](long n) { loop<G<kAll & ~kInlineHandle>>(contexts.data(), mask, n); }},
             {"-record", [&](long n) { loop<G<kAll & ~kRecord>>(contexts.data(), mask, n); }},
             {"-pop check", [&](long n) { loop<G<kAll & ~kPopCheck>>(contexts.data(), mask, n); }},
             {"-flags out", [&](long n) { loop<G<kAll & ~kFlagsOut>>(contexts.data(), mask, n); }},

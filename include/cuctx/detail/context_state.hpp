@@ -25,6 +25,14 @@ enum class ContextKind : std::uint8_t { created, primary, green, borrowed };
 
 struct ContextState {
     CUcontext handle = nullptr;
+    // What the inline switching guard pushes: the handle, or null where entering must go out of line
+    // (a green context, whose entry claims it for the thread). Set before the state is published and
+    // never changed, so that entering loads one word beside the handle and tests nothing else of the
+    // context's. The leave flags need no test there: an orphaned context has no handle to enter it
+    // through (one revived under the registry mutex may still show the flag, which leaving then
+    // checks under that mutex), and the slow entry does nothing for an abandoned guard's context that
+    // the inline one does not.
+    CUcontext inlineHandle = nullptr;
     CUdevice device = 0;
     int ordinal = -1;
     std::uint64_t id = 0; // cuCtxGetId, 0 where the driver lacks it
@@ -33,11 +41,11 @@ struct ContextState {
     std::atomic<ContextKind> kind{ContextKind::created};
     CUgreenCtx green = nullptr; // for kind == green
 
-    // What entering and leaving the context must do beyond the thread's record, in one byte on the
-    // handle's line, so that a switching guard reads it with the handle: kOrphaned (no handle left:
-    // the last use may destroy it), kGreen (a green context: entering claims it for the thread, the
-    // thread's last entry releases it), kAbandonedGuard (below). Any sends the guard out of line. Kept
-    // off the line below.
+    // What leaving the context must do beyond the thread's record, in one byte on the handle's line,
+    // so that a switching guard reads it with the handle: kOrphaned (no handle left: the last use may
+    // destroy it), kGreen (a green context: the thread's last entry of it releases it), kAbandonedGuard
+    // (below). Any sends the guard's exit out of line; entering tests inlineHandle instead, since only
+    // a green context needs more than the record there. Kept off the line below.
     static constexpr std::uint8_t kOrphaned = 1;
     static constexpr std::uint8_t kGreen = 2;
     // kAbandonedGuard: a guard of it outlived its thread (AbandonedEntry) and has not ended yet. Its
