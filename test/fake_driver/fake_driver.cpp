@@ -43,6 +43,13 @@ struct Injection {
     int countdown;
 };
 
+// cuctx_fake_on_call: what to run at the start of a symbol's next call.
+struct Hook {
+    std::string symbol;
+    void (*fn)(void*);
+    void* arg;
+};
+
 struct State {
     std::mutex mutex;
     bool initialised = false;
@@ -61,6 +68,8 @@ struct State {
     // Transparent comparators: counting a call must not allocate (guards are tested for that).
     std::map<std::string, long, std::less<>> calls;
     std::map<std::string, std::vector<Injection>, std::less<>> injections;
+    std::vector<Hook> hooks;
+    std::atomic<bool> hooked{false}; // hooks is not empty: read before taking the mutex
     long totalCalls = 0;
     // Per device: the sticky CUresult that poisoned it for the rest of the process, 0 if none.
     std::vector<int> poisoned;
@@ -220,9 +229,31 @@ fake::InsideCall::~InsideCall()
     --t_insideCalls;
 }
 
+namespace {
+
+// The hook waiting for `name`'s next call, taken off the list; fn null if none.
+Hook takeHook(State& s, const char* name)
+{
+    if (!s.hooked.load(std::memory_order_acquire))
+        return {};
+    std::lock_guard lock(s.mutex);
+    const auto it = std::find_if(s.hooks.begin(), s.hooks.end(), [&](const Hook& h) { return h.symbol == name; });
+    if (it == s.hooks.end())
+        return {};
+    Hook h = *it;
+    s.hooks.erase(it);
+    s.hooked.store(!s.hooks.empty(), std::memory_order_release);
+    return h;
+}
+
+} // namespace
+
 CUresult fake::enter(const char* name, bool needsInit)
 {
     State& s = state();
+    // Outside the mutex: a hook may wait for other threads' calls.
+    if (const Hook hook = takeHook(s, name); hook.fn != nullptr)
+        hook.fn(hook.arg);
     std::lock_guard lock(s.mutex);
     auto counter = s.calls.find(std::string_view(name));
     if (counter == s.calls.end())
@@ -1130,6 +1161,8 @@ void cuctx_fake_reset()
     s.liveCreated.clear();
     s.calls.clear();
     s.injections.clear();
+    s.hooks.clear();
+    s.hooked.store(false, std::memory_order_release);
     s.totalCalls = 0;
     configureFromEnvironment(s);
     resetModules();
@@ -1142,6 +1175,14 @@ void cuctx_fake_fail(const char* symbol, int result, int nth)
     State& s = state();
     std::lock_guard lock(s.mutex);
     s.injections[symbol].push_back(Injection{result, nth});
+}
+
+void cuctx_fake_on_call(const char* symbol, void (*fn)(void*), void* arg)
+{
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.hooks.push_back(Hook{symbol, fn, arg});
+    s.hooked.store(true, std::memory_order_release);
 }
 
 int cuctx_fake_device_poisoned(int device)

@@ -31,6 +31,11 @@ void cuctx_fake_reset();
 /// without doing anything.
 void cuctx_fake_fail(const char* symbol, int result, int nth);
 
+/// Runs fn(arg) once, at the start of the next call of the entry point `symbol` (on the thread that
+/// makes it, before the call does anything, injected failures included, and outside the fake's lock,
+/// so that fn may wait for other threads' calls): a test's way to act while a call is in flight.
+void cuctx_fake_on_call(const char* symbol, void (*fn)(void*), void* arg);
+
 /// The sticky CUresult that poisoned `device` for the rest of the process (until a reset), 0 if none.
 /// An injected failure (cuctx_fake_fail) with a sticky result (CUDA_ERROR_ILLEGAL_ADDRESS, ...) poisons
 /// the device of the calling thread's current context, as the real driver does after a kernel fault:
