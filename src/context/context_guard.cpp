@@ -2,6 +2,7 @@
 #include "cuctx/context_guard.hpp"
 
 #include "check/check.hpp"
+#include "context/asymmetric_fence.hpp"
 #include "context/context_access.hpp"
 #include "context/entries.hpp"
 #include "context/thread_state.hpp"
@@ -43,14 +44,37 @@ RecordEntry* ContextGuard::enter(const Context& context, bool verify)
     return enterState(state, verify);
 }
 
+namespace {
+
+// Takes back the entry that the inline path made before its push. Through the depth, not the top: a
+// child forked between the entry and the push (from a signal handler) has its entries hidden, the new
+// one among them, and its top off the record. While it stood the entry kept the context in use: a
+// thread that dropped the last handle meanwhile left the destruction to the end of this use (an
+// orphaned context is entered inline through a handle that counts nothing, a Module::cached
+// reference's), so this end looks at the flags as every other end does.
+void takeBackEntry(ContextState* state) noexcept
+{
+    detail::setRecordDepth(detail::recordDepth() - 1);
+    detail::lightFence(); // pairs with the heavy fence of a thread dropping the last handle
+    if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
+        detail::leftFlaggedContext(state);
+}
+
+} // namespace
+
 RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
-    // The inline path made its entry first: take it back. Through the depth, not the top: a child
-    // forked between the entry and the push (from a signal handler) has its entries hidden, the new
-    // one among them, and its top off the record.
-    detail::setRecordDepth(detail::recordDepth() - 1);
-    if (result == detail::kDiverted)
-        return enterState(state, false); // the inline path may not call the driver now: the slow one knows why
+    if (result == detail::kDiverted) {
+        // The inline path may not call the driver now: the slow one knows why, and enters anew. A
+        // handle taken while the entry still keeps the context alive keeps it so until the slow
+        // path's own entry; its release ends the context if that entry failed and nothing else uses
+        // it.
+        state->handles.fetch_add(1, std::memory_order_relaxed);
+        const Context keep = detail::ContextAccess::fromCountedState(state);
+        takeBackEntry(state);
+        return enterState(state, false);
+    }
+    takeBackEntry(state);
     detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());
 }
 

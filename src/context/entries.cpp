@@ -92,6 +92,7 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
     const CUresult r = api().cuCtxPushCurrent(state->handle);
     if (r != CUDA_SUCCESS) [[unlikely]] {
         setRecordDepth(depth);
+        lightFence(); // pairs with the heavy fence of a thread dropping the last handle
         if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
             leftFlaggedContext(state);
         throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), SourceLocation::current());

@@ -14,7 +14,10 @@
 #include "driver/driver_api.hpp"
 #include "driver/driver_state.hpp"
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -257,4 +260,106 @@ TEST_CASE("a failed push, inline or out of line, leaves the record, the driver a
         }
     }).join();
     CHECK_FALSE(busyElsewhere);
+}
+
+namespace {
+
+// Run inside the entering thread's push (cuctx_fake_on_call): lets the thread that holds the context's
+// last use end it, and waits until it has.
+struct LastUseEnds {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool leave = false; // the holder may end its guard
+    bool left = false;  // it has
+    static void during(void* self)
+    {
+        auto& s = *static_cast<LastUseEnds*>(self);
+        std::unique_lock lock(s.mutex);
+        s.leave = true;
+        s.changed.notify_all();
+        s.changed.wait(lock, [&] { return s.left; });
+    }
+};
+
+} // namespace
+
+TEST_CASE("a push that fails while the orphaned context's last use ends elsewhere destroys the context",
+          "[faults][record]")
+{
+    const std::string ptx = cuctx::test::readText(cuctx::test::testPtxPath());
+    // An orphaned context (its last handle gone) is entered through a handle that counts nothing, a
+    // Module::cached reference's: inline, since it is not green. While the push is in flight, the
+    // thread that held the context's last use ends it and, seeing this thread's entry, leaves the
+    // destruction to it; then the push fails. Taking the entry back must end the context.
+    using namespace cuctx;
+    const long destroyedBefore = cuctx_fake_calls("cuCtxDestroy");
+    const int liveBefore = cuctx_fake_live_contexts();
+    const Context other = Context::create(Device::get(0));
+    {
+        ContextGuard warm(other); // registers this thread: the guard below goes inline
+    }
+    std::optional<Context> context(Context::create(Device::get(0)));
+    const Context& uncounted = Module::cached(*context, ModuleImage::fromPtx(ptx)).context();
+    LastUseEnds sync;
+    bool holding = false;
+    std::thread holder([&] {
+        std::optional<ContextGuard> guard(std::in_place, *context);
+        {
+            std::unique_lock lock(sync.mutex);
+            holding = true;
+            sync.changed.notify_all();
+            sync.changed.wait(lock, [&] { return sync.leave; });
+        }
+        guard.reset(); // the last use: the other thread's entry is there, so it is left to that
+        std::lock_guard lock(sync.mutex);
+        sync.left = true;
+        sync.changed.notify_all();
+    });
+    {
+        std::unique_lock lock(sync.mutex);
+        sync.changed.wait(lock, [&] { return holding; });
+    }
+    context.reset(); // the last handle: orphaned, in use on the holder
+    CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore);
+    cuctx_fake_on_call("cuCtxPushCurrent", &LastUseEnds::during, &sync);
+    cuctx_fake_fail("cuCtxPushCurrent", CUDA_ERROR_OUT_OF_MEMORY, 1);
+    CHECK_THROWS_AS(ContextGuard(uncounted), Error);
+    holder.join();
+    CHECK(ContextStack::depth() == 0);
+    CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore + 1);
+    CHECK(cuctx_fake_live_contexts() == liveBefore + 1); // `other` only
+}
+
+TEST_CASE("a diverted inline push of an orphaned context keeps it alive until its last use ends", "[faults][record]")
+{
+    const std::string ptx = cuctx::test::readText(cuctx::test::testPtxPath());
+    // At trace level the inline guard's push is diverted to the slow path, which enters anew: the
+    // context, orphaned and entered through a handle that counts nothing, must stay alive from the
+    // inline entry to the slow one's and be destroyed once, when the last use ends.
+    using namespace cuctx;
+    const long destroyedBefore = cuctx_fake_calls("cuCtxDestroy");
+    const Context other = Context::create(Device::get(0));
+    {
+        ContextGuard warm(other);
+    }
+    std::optional<Context> context(Context::create(Device::get(0)));
+    const CUcontext handle = context->native();
+    const Context& uncounted = Module::cached(*context, ModuleImage::fromPtx(ptx)).context();
+    std::optional<ContextGuard> holder(std::in_place, *context);
+    {
+        ContextGuard below(other); // the context is not on top: the next guard switches
+        context.reset();           // the last handle: orphaned, in use through `holder`
+        const auto previousLevel = logLevel();
+        setLogLevel(LogLevel::trace);
+        {
+            ContextGuard g(uncounted);
+            CHECK(ContextStack::current() == handle);
+            CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore);
+        }
+        setLogLevel(previousLevel);
+        CHECK(ContextStack::current() == other.native());
+        CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore);
+    }
+    holder.reset(); // the last use
+    CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore + 1);
 }
