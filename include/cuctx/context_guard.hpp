@@ -46,11 +46,14 @@ inline constexpr VerifyCurrent verifyCurrent{};
 /// or it is released when that thread exits), and Errc::stack_mismatch (out of order) or
 /// Errc::invalid_state (another thread) naming the threads is recorded on the context. A switching
 /// guard whose making thread exits first keeps its context in use (never destroyed) until the guard
-/// is destroyed, which then records Errc::invalid_state. A guard that entered its context already
-/// current (elided, switched() false) has nothing to undo, wherever it ends; it makes no entry of its
-/// own and relies on the entry below it, so ending that entry while the elided guard lives (the
-/// switching guard below it out of order, ContextStack::pop or release of the push or adoption below
-/// it) goes unnoticed: the context is then no longer current, nor kept alive by the elided guard.
+/// is destroyed, which then records Errc::invalid_state; destroyed on a later thread that reuses the
+/// exited one's storage and has entered the same context at the same depth, it cannot be told from
+/// that thread's own entry and ends it (what lay below becomes current there). A guard that entered
+/// its context already current (elided, switched() false) has nothing to undo, wherever it ends; it
+/// makes no entry of its own and relies on the entry below it, so ending that entry while the elided
+/// guard lives (the switching guard below it out of order, ContextStack::pop or release of the push
+/// or adoption below it) goes unnoticed: the context is then no longer current, nor kept alive by the
+/// elided guard.
 class CUCTX_API ContextGuard {
 public:
     /// Makes `context` current on this thread: no driver call when it already is, otherwise one
