@@ -2,7 +2,6 @@
 #include "cuctx/context_guard.hpp"
 
 #include "check/check.hpp"
-#include "context/asymmetric_fence.hpp"
 #include "context/context_access.hpp"
 #include "context/entries.hpp"
 #include "context/thread_state.hpp"
@@ -44,37 +43,27 @@ RecordEntry* ContextGuard::enter(const Context& context, bool verify)
     return enterState(state, verify);
 }
 
-namespace {
-
-// Takes back the entry that the inline path made before its push. Through the depth, not the top: a
-// child forked between the entry and the push (from a signal handler) has its entries hidden, the new
-// one among them, and its top off the record. While it stood the entry kept the context in use: a
-// thread that dropped the last handle meanwhile left the destruction to the end of this use (an
-// orphaned context is entered inline through a handle that counts nothing, a Module::cached
-// reference's), so this end looks at the flags as every other end does.
-void takeBackEntry(ContextState* state) noexcept
-{
-    detail::setRecordDepth(detail::recordDepth() - 1);
-    detail::lightFence(); // pairs with the heavy fence of a thread dropping the last handle
-    if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
-        detail::leftFlaggedContext(state);
-}
-
-} // namespace
-
 RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
+    // The inline path's entry is on top of the record. It stays there while the slow path does what
+    // the inline path may not do now (diverted: in a forked child, which throws, or at trace level),
+    // so that it keeps the context in use throughout: an orphaned context is entered inline through a
+    // handle that counts nothing (a Module::cached reference's), and nothing else keeps it alive.
     if (result == detail::kDiverted) {
-        // The inline path may not call the driver now: the slow one knows why, and enters anew. A
-        // handle taken while the entry still keeps the context alive keeps it so until the slow
-        // path's own entry; its release ends the context if that entry failed and nothing else uses
-        // it.
-        state->handles.fetch_add(1, std::memory_order_relaxed);
-        const Context keep = detail::ContextAccess::fromCountedState(state);
-        takeBackEntry(state);
-        return enterState(state, false);
+        const std::uint32_t mine = detail::recordDepth();
+        ThreadState* ts = nullptr;
+        try {
+            (void)detail::api("cuctx::ContextGuard"); // throws in a forked child
+            ts = &detail::threadState();
+            if (mine == 1)
+                detail::learnBase(*ts); // what lies below cuctx's entries, as pushEntry reads it
+        } catch (...) {
+            detail::takeBackEntry(state);
+            throw;
+        }
+        return detail::pushRecorded(*ts, state, detail::StackEntryKind::guard, mine); // takes it back if it fails
     }
-    takeBackEntry(state);
+    detail::takeBackEntry(state);
     detail::throwDriverError(result, "cuCtxPushCurrent", detail::subjectOf(*state), SourceLocation::current());
 }
 

@@ -85,16 +85,27 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
         learnBase(ts);
     if (state->isGreen())
         (void)ts.claimGreen(state); // released by the thread's last entry of it, or below on failure
-    ThreadRecord& record = t_record;
     const std::uint32_t mine = depth + 1;
-    record.entries[mine].store(state, std::memory_order_relaxed);
+    t_record.entries[mine].store(state, std::memory_order_relaxed);
     setRecordDepth(mine);
+    return pushRecorded(ts, state, kind, mine);
+}
+
+void takeBackEntry(ContextState* state) noexcept
+{
+    // Through the depth, not the top: a child forked between the entry and the push (from a signal
+    // handler) has its entries hidden, this one among them, and its top off the record.
+    setRecordDepth(recordDepth() - 1);
+    lightFence(); // pairs with the heavy fence of a thread dropping the last handle
+    if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
+        leftFlaggedContext(state);
+}
+
+RecordEntry* pushRecorded(ThreadState& ts, ContextState* state, StackEntryKind kind, std::uint32_t mine)
+{
     const CUresult r = api().cuCtxPushCurrent(state->handle);
     if (r != CUDA_SUCCESS) [[unlikely]] {
-        setRecordDepth(depth);
-        lightFence(); // pairs with the heavy fence of a thread dropping the last handle
-        if (state->leaveFlags.load(std::memory_order_relaxed) != 0)
-            leftFlaggedContext(state);
+        takeBackEntry(state);
         throwDriverError(r, "cuCtxPushCurrent", subjectOf(*state), SourceLocation::current());
     }
     if (kind != StackEntryKind::guard) {
@@ -105,7 +116,7 @@ RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind
     }
     if (logEnabled(LogLevel::trace)) [[unlikely]]
         logTrace("thread {}: push {} ({}), depth {}", ts.tid, described(*state), kindName(kind), mine);
-    return &record.entries[mine];
+    return &t_record.entries[mine];
 }
 
 namespace {

@@ -22,6 +22,15 @@ namespace cuctx::detail {
 /// with a full record, the driver's error if the push fails, Errc::context_busy for a green context
 /// another thread has). Returns the entry.
 RecordEntry* pushEntry(ThreadState& ts, ContextState* state, StackEntryKind kind, const char* who);
+/// pushEntry's second half, for an entry `mine` already on top of this thread's record (written and
+/// published: ContextGuard's inline path, whose push was diverted): the driver's push, the entry's
+/// kind, the trace line. If the push fails, takes the entry back (takeBackEntry) and throws.
+RecordEntry* pushRecorded(ThreadState& ts, ContextState* state, StackEntryKind kind, std::uint32_t mine);
+/// Takes back this thread's top entry, of `state`, that never reached the driver (its push failed or
+/// was never made): the depth below it, then what ending any use of `state` does with its leave flags.
+/// While it stood the entry kept the context in use, so a thread that dropped the last handle or ended
+/// the last use meanwhile left the context's destruction to this end.
+void takeBackEntry(ContextState* state) noexcept;
 
 /// Ends `entry` of `state` (this thread's or, by misuse, another's): pops it from the driver and the record if
 /// it is this thread's top, checks that the driver popped its context, repairs and records a

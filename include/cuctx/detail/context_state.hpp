@@ -28,10 +28,10 @@ struct ContextState {
     // What the inline switching guard pushes: the handle, or null where entering must go out of line
     // (a green context, whose entry claims it for the thread). Set before the state is published and
     // never changed, so that entering loads one word beside the handle and tests nothing else of the
-    // context's. The leave flags need no test there: an orphaned context has no handle to enter it
-    // through (one revived under the registry mutex may still show the flag, which leaving then
-    // checks under that mutex), and the slow entry does nothing for an abandoned guard's context that
-    // the inline one does not.
+    // context's. The leave flags need no test there: the slow entry does nothing more for an orphaned
+    // context (entered through a handle that counts nothing, a Module::cached reference's, or revived
+    // with the flag still set) or an abandoned guard's, and every end of an entry, a failed push's
+    // included, checks them.
     CUcontext inlineHandle = nullptr;
     CUdevice device = 0;
     int ordinal = -1;
