@@ -46,7 +46,8 @@ RecordEntry* ContextGuard::enter(const Context& context, bool verify)
 RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
     // The inline path's entry is on top of the record. It stays there while the slow path does what
-    // the inline path may not do now (diverted: in a forked child, which throws, or at trace level),
+    // the inline path may not do now (diverted: a driver not yet loaded, a forked child, which
+    // throws, or trace level),
     // so that it keeps the context in use throughout: an orphaned context is entered inline through a
     // handle that counts nothing (a Module::cached reference's), and nothing else keeps it alive.
     if (result == detail::kDiverted) {

@@ -290,8 +290,13 @@ TEST_CASE("a push that fails while the orphaned context's last use ends elsewher
     // An orphaned context (its last handle gone) is entered through a handle that counts nothing, a
     // Module::cached reference's: inline, since it is not green. While the push is in flight, the
     // thread that held the context's last use ends it and, seeing this thread's entry, leaves the
-    // destruction to it; then the push fails. Taking the entry back must end the context.
+    // destruction to it; then the push fails. Taking the entry back must end the context. At trace
+    // level the inline push is diverted and the out-of-line code pushes on the same entry.
     using namespace cuctx;
+    const bool diverted = GENERATE(false, true);
+    const auto previousLevel = logLevel();
+    if (diverted)
+        setLogLevel(LogLevel::trace);
     const long destroyedBefore = cuctx_fake_calls("cuCtxDestroy");
     const int liveBefore = cuctx_fake_live_contexts();
     const Context other = Context::create(Device::get(0));
@@ -325,6 +330,7 @@ TEST_CASE("a push that fails while the orphaned context's last use ends elsewher
     cuctx_fake_fail("cuCtxPushCurrent", CUDA_ERROR_OUT_OF_MEMORY, 1);
     CHECK_THROWS_AS(ContextGuard(uncounted), Error);
     holder.join();
+    setLogLevel(previousLevel);
     CHECK(ContextStack::depth() == 0);
     CHECK(cuctx_fake_calls("cuCtxDestroy") == destroyedBefore + 1);
     CHECK(cuctx_fake_live_contexts() == liveBefore + 1); // `other` only
@@ -333,9 +339,9 @@ TEST_CASE("a push that fails while the orphaned context's last use ends elsewher
 TEST_CASE("a diverted inline push of an orphaned context keeps it alive until its last use ends", "[faults][record]")
 {
     const std::string ptx = cuctx::test::readText(cuctx::test::testPtxPath());
-    // At trace level the inline guard's push is diverted to the slow path, which enters anew: the
-    // context, orphaned and entered through a handle that counts nothing, must stay alive from the
-    // inline entry to the slow one's and be destroyed once, when the last use ends.
+    // At trace level the inline guard's push is diverted: the out-of-line code pushes on the inline
+    // entry. The context, orphaned and entered through a handle that counts nothing, must stay alive
+    // through it and be destroyed once, when the last use ends.
     using namespace cuctx;
     const long destroyedBefore = cuctx_fake_calls("cuCtxDestroy");
     const Context other = Context::create(Device::get(0));
