@@ -47,9 +47,9 @@ RecordEntry* ContextGuard::pushFailed(ContextState* state, CUresult result)
 {
     // The inline path's entry is on top of the record. It stays there while the slow path does what
     // the inline path may not do now (diverted: a driver not yet loaded, a forked child, which
-    // throws, or trace level),
-    // so that it keeps the context in use throughout: an orphaned context is entered inline through a
-    // handle that counts nothing (a Module::cached reference's), and nothing else keeps it alive.
+    // throws, or trace level), so that it keeps the context in use throughout: an orphaned context
+    // is entered inline through a handle that counts nothing (a Module::cached reference's), and
+    // nothing else keeps it alive.
     if (result == detail::kDiverted) {
         const std::uint32_t mine = detail::recordDepth();
         ThreadState* ts = nullptr;
