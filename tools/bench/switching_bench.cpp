@@ -102,11 +102,14 @@ Figures comparePattern(const std::vector<cuctx::Context>& contexts, const std::v
     std::vector<CUcontext> handles;
     for (const auto& c : contexts)
         handles.push_back(c.native());
+    // Each side's sequence holds its own handles by value: the raw side's CUcontexts, the guard's
+    // Contexts (copies: one word each, the state they share). Until 2026-12-06 the guard's held
+    // pointers to the Contexts, a load more per context entered than the raw side made.
     std::vector<CUcontext> rawSequence;
-    std::vector<const cuctx::Context*> guardSequence;
+    std::vector<cuctx::Context> guardSequence;
     for (std::size_t i : sequence) {
         rawSequence.push_back(handles[i]);
-        guardSequence.push_back(&contexts[i]);
+        guardSequence.push_back(contexts[i]);
     }
     constexpr std::size_t mask = kSequenceLength - 1;
     // Each loop goes on where its last call stopped (a run is timed in parts: compareLoops), in a
@@ -127,7 +130,7 @@ Figures comparePattern(const std::vector<cuctx::Context>& contexts, const std::v
     auto guards = [&](long n) {
         std::size_t at = guardAt;
         for (long i = 0; i < n; ++i)
-            cuctx::ContextGuard g(*guardSequence[at++ & mask]);
+            cuctx::ContextGuard g(guardSequence[at++ & mask]);
         guardAt = at;
     };
     auto minimal = [&](long n) {
