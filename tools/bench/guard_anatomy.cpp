@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -269,6 +270,99 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     }
 }
 
+// --threads [threads] [contexts] [rounds]: `threads` threads (16) entering `contexts` shared contexts (2)
+// in turn, a guard and keep(i) per task, as cuctx-bench-switching's multi-thread rows do, for the sides
+// below in rounds (31) of runs of every side, rotating which goes first. Each side's median ratio to
+// the raw side, the quartiles of its rounds' ratios and its best rate. The copies show which part of
+// the guard moves the aggregate; the raw sides with a dependent chain of about 2 or 8 ns between one
+// task's pop and the next push ("gap") or between its push and its pop ("inside") show whether time a
+// thread spends outside the driver's calls moves it at all. Two processes on an H100 machine
+// (2026-12-06), 16 threads over two contexts: the raw side with the gap 1.217x and 1.230x, with the
+// work inside 0.950x and 0.960x, with the short gap 0.994x and 1.004x; the guard 1.004x and 1.005x,
+// its copies 0.964x-1.011x, every side's rounds' quartiles about 0.04 either side of its median: the
+// driver's contention, not the guard's parts, moves these rows.
+[[gnu::always_inline]] inline void chain(long i, int steps)
+{
+    std::uint64_t x = static_cast<std::uint64_t>(i);
+    for (int j = 0; j < steps; ++j) {
+        x = x * 3 + 1;
+        asm volatile("" : "+r"(x));
+    }
+    bench::keep(x);
+}
+
+void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds)
+{
+    const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
+    const auto& api = d::api();
+    constexpr long kTasks = 100'000;
+    std::atomic<std::size_t> nextStart{0};
+    thread_local std::size_t start = 0;
+    auto at = [&](long i) -> const Context& { return shared[(start + static_cast<std::size_t>(i)) % count]; };
+    auto rawSide = [&](int gap, int inside) {
+        return std::function<void(long)>([&, gap, inside](long n) {
+            CUcontext popped = nullptr;
+            for (long i = 0; i < n; ++i) {
+                api.cuCtxPushCurrent(at(i).native());
+                bench::keep(i);
+                chain(i, inside);
+                api.cuCtxPopCurrent(&popped);
+                chain(i, gap);
+            }
+        });
+    };
+    auto guardSide = [&]<class Guard>() {
+        return std::function<void(long)>([&](long n) {
+            for (long i = 0; i < n; ++i) {
+                Guard g(at(i));
+                bench::keep(i);
+            }
+        });
+    };
+    const std::pair<const char*, std::function<void(long)>> sides[] = {
+        {"raw", rawSide(0, 0)},
+        {"guard", guardSide.operator()<ContextGuard>()},
+        {"calls only", guardSide.operator()<G<0>>()},
+        {"copy", guardSide.operator()<G<kAll>>()},
+        {"-record", guardSide.operator()<G<kAll & ~kRecord>>()},
+        {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
+        {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
+        {"raw gap 2", rawSide(2, 0)},
+        {"raw gap 8", rawSide(8, 0)},
+        {"raw inside 8", rawSide(0, 8)},
+    };
+    constexpr std::size_t kSides = std::size(sides);
+    std::array<std::vector<double>, kSides> ratios;
+    std::array<double, kSides> best{};
+    for (int r = 0; r < rounds; ++r) {
+        std::array<double, kSides> rate{};
+        for (std::size_t k = 0; k < kSides; ++k) {
+            const std::size_t side = (static_cast<std::size_t>(r) + k) % kSides;
+            nextStart.store(0);
+            rate[side] = bench::aggregateOps(
+                threadCount, kTasks,
+                [&] {
+                    start = nextStart.fetch_add(1);
+                    ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
+                },
+                sides[side].second, [] {});
+        }
+        for (std::size_t k = 0; k < kSides; ++k) {
+            best[k] = std::max(best[k], rate[k]);
+            ratios[k].push_back(rate[k] / rate[0]);
+        }
+    }
+    std::printf("%d threads over %zu contexts, %d rounds of %ld tasks a thread: median ratio to raw [quartiles], best "
+                "Mops/s\n",
+                threadCount, count, rounds, kTasks);
+    for (std::size_t k = 0; k < kSides; ++k) {
+        std::vector<double>& v = ratios[k];
+        std::sort(v.begin(), v.end());
+        std::printf("  %-14s %.3f [%.3f %.3f] %.2f\n", sides[k].first, v[v.size() / 2], v[v.size() / 4],
+                    v[v.size() * 3 / 4], best[k] / 1e6);
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -294,6 +388,17 @@ int main(int argc, char** argv)
     }
     if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
         sweep(contexts.data(), handles.data());
+        return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
+        const int threadCount = argc > 2 ? std::atoi(argv[2]) : 16;
+        const long count = argc > 3 ? std::atol(argv[3]) : 2;
+        const int rounds = argc > 4 ? std::atoi(argv[4]) : 31;
+        if (threadCount < 1 || count < 1 || count > 8 || rounds < 1) {
+            std::fprintf(stderr, "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1-8] [rounds]\n");
+            return 2;
+        }
+        threads(made, threadCount, static_cast<std::size_t>(count), rounds);
         return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--code") == 0) {
