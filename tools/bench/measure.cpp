@@ -83,6 +83,32 @@ void checked(CUresult r, const char* call)
 
 } // namespace
 
+MedianInterval medianInterval(std::vector<double> values)
+{
+    std::erase_if(values, [](double x) { return std::isnan(x); });
+    if (values.empty())
+        return {};
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    // P(B < k) for B ~ Binomial(n, 1/2), summed term by term from P(B = 0) = 2^-n (n stays small
+    // enough here for that not to underflow: rounds of benchmark runs).
+    std::size_t k = 0; // 0: no order statistic qualifies
+    double term = std::ldexp(1.0, -static_cast<int>(n));
+    double below = 0; // P(B < i + 1) after step i
+    for (std::size_t i = 0; i < n / 2; ++i) {
+        below += term;
+        if (below > 0.025)
+            break;
+        k = i + 1;
+        term = term * static_cast<double>(n - i) / static_cast<double>(i + 1);
+    }
+    MedianInterval m;
+    m.median = median(values);
+    m.low = k == 0 ? values.front() : values[k - 1];
+    m.high = k == 0 ? values.back() : values[n - k];
+    return m;
+}
+
 double timePerIteration(long iterations, const std::function<void(long)>& loop)
 {
     const auto t0 = Clock::now();

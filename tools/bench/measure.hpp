@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace cuctx::bench {
 
@@ -52,6 +53,17 @@ double lowered(std::size_t pad, const std::function<double()>& f);
 
 Comparison compareLoops(long iterations, int rounds, const std::function<void(long)>& first,
                         const std::function<void(long)>& second);
+
+/// The median of `values` and an interval that holds the true median with at least 95% confidence
+/// whatever their distribution: the order statistics k and n + 1 - k (1-based) for the largest k
+/// with P(Binomial(n, 1/2) < k) <= 2.5% (with 31 values, the 10th and 22nd of them); all of them
+/// where there are too few (fewer than 6) for any narrower one.
+struct MedianInterval {
+    double median = 0;
+    double low = 0;
+    double high = 0;
+};
+MedianInterval medianInterval(std::vector<double> values);
 
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// The statistics behind the benchmarks' verdicts (tools/bench/measure.cpp), which judge cuctx against
+// the raw driver from rounds of runs.
+
+#include <catch2/catch.hpp>
+
+#include "measure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using cuctx::bench::medianInterval;
+
+namespace {
+
+std::vector<double> oneTo(int n)
+{
+    std::vector<double> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), 1.0);
+    std::shuffle(v.begin(), v.end(), std::mt19937(20261206)); // the order must not matter
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("A median's 95% interval is the binomial order statistics around it", "[bench]")
+{
+    // The ranks of the standard tables for a median's distribution-free 95% interval.
+    const auto m31 = medianInterval(oneTo(31));
+    CHECK(m31.median == 16);
+    CHECK(m31.low == 10);
+    CHECK(m31.high == 22);
+    const auto m9 = medianInterval(oneTo(9)); // P(B < 2) = 10/512 <= 2.5%, P(B < 3) = 46/512 is not
+    CHECK(m9.low == 2);
+    CHECK(m9.high == 8);
+    const auto m101 = medianInterval(oneTo(101));
+    CHECK(m101.median == 51);
+    CHECK(m101.low == 41);
+    CHECK(m101.high == 61);
+    const auto m10 = medianInterval(oneTo(10)); // an even count: the median is the middle two's mean
+    CHECK(m10.median == 5.5);
+    CHECK(m10.low == 2);
+    CHECK(m10.high == 9);
+}
+
+TEST_CASE("Too few values for a 95% interval give their whole range", "[bench]")
+{
+    const auto m5 = medianInterval(oneTo(5)); // P(B = 0) = 1/32 > 2.5%
+    CHECK(m5.median == 3);
+    CHECK(m5.low == 1);
+    CHECK(m5.high == 5);
+    const auto m1 = medianInterval({0.97});
+    CHECK(m1.median == 0.97);
+    CHECK(m1.low == 0.97);
+    CHECK(m1.high == 0.97);
+    const auto none = medianInterval({});
+    CHECK(none.median == 0);
+    CHECK(none.low == 0);
+    CHECK(none.high == 0);
+}
+
+TEST_CASE("Ratios that are not numbers are left out of a median's interval", "[bench]")
+{
+    std::vector<double> v = oneTo(31);
+    v.insert(v.begin() + 3, 3, std::numeric_limits<double>::quiet_NaN());
+    const auto m = medianInterval(v);
+    CHECK(m.median == 16);
+    CHECK(m.low == 10);
+    CHECK(m.high == 22);
+}
