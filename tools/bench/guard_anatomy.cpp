@@ -211,6 +211,17 @@ template <int Pad, class Guard>
     for (long i = 0; i < n; ++i)
         Guard g(*contexts[static_cast<std::size_t>(i) & mask]);
 }
+// The same for --threads code: a task per context entered, keep(i) inside as on the other sides, from
+// the thread's place in `ring` (the contexts in turn, twice over).
+template <int Pad, class Guard>
+[[gnu::noinline, gnu::aligned(64)]] void taskLoopAt(const Context* const* ring, std::size_t mask, long n)
+{
+    CUCTX_ANATOMY_PAD;
+    for (long i = 0; i < n; ++i) {
+        Guard g(*ring[static_cast<std::size_t>(i) & mask]);
+        bench::keep(i);
+    }
+}
 #undef CUCTX_ANATOMY_PAD
 
 using LoopFn = void (*)(const Context* const*, std::size_t, long);
@@ -270,17 +281,23 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     }
 }
 
-// --threads [threads] [contexts] [rounds]: `threads` threads (16) entering `contexts` shared contexts (2)
-// in turn, a guard and keep(i) per task, as cuctx-bench-switching's multi-thread rows do, for the sides
-// below in rounds (31) of runs of every side, rotating which goes first. Each side's median ratio to
-// the raw side, the quartiles of its rounds' ratios and its best rate. The copies show which part of
-// the guard moves the aggregate; the raw sides with a dependent chain of about 2 or 8 ns between one
-// task's pop and the next push ("gap") or between its push and its pop ("inside") show whether time a
-// thread spends outside the driver's calls moves it at all. Two processes on an H100 machine
-// (2026-12-06), 16 threads over two contexts: the raw side with the gap 1.217x and 1.230x, with the
-// work inside 0.950x and 0.960x, with the short gap 0.994x and 1.004x; the guard 1.004x and 1.005x,
-// its copies 0.964x-1.011x, every side's rounds' quartiles about 0.04 either side of its median: the
-// driver's contention, not the guard's parts, moves these rows.
+// --threads [threads] [contexts] [rounds] [code]: `threads` threads (16) entering `contexts` shared
+// contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
+// multi-thread rows do, for the sides below in rounds (31) of runs of every side, rotating which goes
+// first. Each side's median ratio to the raw side, its 95% interval (bench::medianInterval) and its
+// best rate. The copies show which part of the guard moves the aggregate; raw sides with a dependent
+// chain of about 2 or 8 ns between a task's pop and the next push ("gap") or between its push and its
+// pop ("inside") whether time spent outside the driver's calls moves it; a raw side whose threads are
+// not registered with cuctx (the others' are; cuctx-bench-switching registers only the guard's)
+// whether registration does. `code`: the real guard and the driver's calls alone at four shifts in a
+// line of code instead (see --code).
+//
+// 16 threads over two contexts, four processes on three H100 machines (2026-12-06): the gap 1.019x-
+// 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
+// 1.009x, its copies 0.964x-1.011x; at four code shifts the guard 1.001x-1.033x and the calls alone
+// 1.019x-1.049x. cuctx-bench-switching on the same machines read its guard at 0.957x-0.991x over two
+// contexts: the driver's contention, which answers to nanoseconds and to the program around the
+// loops, moves these rows, not one part of the guard.
 [[gnu::always_inline]] inline void chain(long i, int steps)
 {
     std::uint64_t x = static_cast<std::uint64_t>(i);
@@ -291,7 +308,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     bench::keep(x);
 }
 
-void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds)
+void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds, bool code)
 {
     const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
     const auto& api = d::api();
@@ -319,7 +336,32 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             }
         });
     };
-    const std::pair<const char*, std::function<void(long)>> sides[] = {
+    struct Side {
+        const char* name;
+        std::function<void(long)> tasks;
+        bool registered = true; // its threads registered with cuctx before the clock starts
+    };
+    // `code`: the real guard and the driver's calls alone (through cuctx's pointers) with their loops
+    // shifted four ways in a line of code, as --code does for one thread.
+    std::vector<const Context*> ring;
+    for (std::size_t j = 0; j < 2 * count; ++j)
+        ring.push_back(&shared[j % count]);
+    auto shiftedSide = [&](void (*loop)(const Context* const*, std::size_t, long)) {
+        return std::function<void(long)>([&, loop](long n) { loop(ring.data() + start % count, count - 1, n); });
+    };
+    const std::vector<Side> sides = code ? std::vector<Side>{
+        {"raw", rawSide(0, 0)},
+        {"guard", guardSide.operator()<ContextGuard>()},
+        {"guard +0", shiftedSide(&taskLoopAt<0, ContextGuard>)},
+        {"guard +16", shiftedSide(&taskLoopAt<16, ContextGuard>)},
+        {"guard +32", shiftedSide(&taskLoopAt<32, ContextGuard>)},
+        {"guard +48", shiftedSide(&taskLoopAt<48, ContextGuard>)},
+        {"calls only +0", shiftedSide(&taskLoopAt<0, G<0>>)},
+        {"calls only +16", shiftedSide(&taskLoopAt<16, G<0>>)},
+        {"calls only +32", shiftedSide(&taskLoopAt<32, G<0>>)},
+        {"calls only +48", shiftedSide(&taskLoopAt<48, G<0>>)},
+        {"raw gap 8", rawSide(8, 0)},
+    } : std::vector<Side>{
         {"raw", rawSide(0, 0)},
         {"guard", guardSide.operator()<ContextGuard>()},
         {"calls only", guardSide.operator()<G<0>>()},
@@ -330,12 +372,13 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         {"raw gap 2", rawSide(2, 0)},
         {"raw gap 8", rawSide(8, 0)},
         {"raw inside 8", rawSide(0, 8)},
+        {"raw unregistered", rawSide(0, 0), false},
     };
-    constexpr std::size_t kSides = std::size(sides);
-    std::array<std::vector<double>, kSides> ratios;
-    std::array<double, kSides> best{};
+    const std::size_t kSides = sides.size();
+    std::vector<std::vector<double>> ratios(kSides);
+    std::vector<double> best(kSides);
     for (int r = 0; r < rounds; ++r) {
-        std::array<double, kSides> rate{};
+        std::vector<double> rate(kSides);
         for (std::size_t k = 0; k < kSides; ++k) {
             const std::size_t side = (static_cast<std::size_t>(r) + k) % kSides;
             nextStart.store(0);
@@ -343,23 +386,27 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                 threadCount, kTasks,
                 [&] {
                     start = nextStart.fetch_add(1);
-                    ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
+                    if (sides[side].registered) {
+                        ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
+                    } else {
+                        CUcontext popped = nullptr; // the driver's per-thread set-up only
+                        api.cuCtxPushCurrent(at(0).native());
+                        api.cuCtxPopCurrent(&popped);
+                    }
                 },
-                sides[side].second, [] {});
+                sides[side].tasks, [] {});
         }
         for (std::size_t k = 0; k < kSides; ++k) {
             best[k] = std::max(best[k], rate[k]);
             ratios[k].push_back(rate[k] / rate[0]);
         }
     }
-    std::printf("%d threads over %zu contexts, %d rounds of %ld tasks a thread: median ratio to raw [quartiles], best "
-                "Mops/s\n",
+    std::printf("%d threads over %zu contexts, %d rounds of %ld tasks a thread: median ratio to raw (95%% "
+                "interval), best Mops/s\n",
                 threadCount, count, rounds, kTasks);
     for (std::size_t k = 0; k < kSides; ++k) {
-        std::vector<double>& v = ratios[k];
-        std::sort(v.begin(), v.end());
-        std::printf("  %-14s %.3f [%.3f %.3f] %.2f\n", sides[k].first, v[v.size() / 2], v[v.size() / 4],
-                    v[v.size() * 3 / 4], best[k] / 1e6);
+        const bench::MedianInterval m = bench::medianInterval(ratios[k]);
+        std::printf("  %-16s %.3f (%.3f-%.3f) %.2f\n", sides[k].name, m.median, m.low, m.high, best[k] / 1e6);
     }
 }
 
@@ -394,11 +441,15 @@ int main(int argc, char** argv)
         const int threadCount = argc > 2 ? std::atoi(argv[2]) : 16;
         const long count = argc > 3 ? std::atol(argv[3]) : 2;
         const int rounds = argc > 4 ? std::atoi(argv[4]) : 31;
-        if (threadCount < 1 || count < 1 || count > 8 || rounds < 1) {
-            std::fprintf(stderr, "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1-8] [rounds]\n");
+        const bool code = argc > 5 && std::strcmp(argv[5], "code") == 0;
+        if (threadCount < 1 || (count != 1 && count != 2 && count != 4 && count != 8) || rounds < 1 ||
+            (argc > 5 && !code)) {
+            std::fprintf(
+                stderr,
+                "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1, 2, 4 or 8] [rounds] [code]\n");
             return 2;
         }
-        threads(made, threadCount, static_cast<std::size_t>(count), rounds);
+        threads(made, threadCount, static_cast<std::size_t>(count), rounds, code);
         return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--code") == 0) {
