@@ -78,6 +78,7 @@ struct Row {
     double ratio;
     std::string target;
     bool met;
+    std::string note = {}; // after the verdict in the table (not in --csv): what it rests on
 };
 
 inline void print(const std::vector<Row>& rows, bool csv)
@@ -91,8 +92,8 @@ inline void print(const std::vector<Row>& rows, bool csv)
     }
     std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
     for (const Row& r : rows)
-        std::printf("%-34s %14s %14s %9.3f  %-22s %s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                    r.target.c_str(), r.met ? "yes" : "NO");
+        std::printf("%-34s %14s %14s %9.3f  %-22s %-3s%s%s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+                    r.target.c_str(), r.met ? "yes" : "NO", r.note.empty() ? "" : "  ", r.note.c_str());
 }
 
 inline std::string ns(double v)
