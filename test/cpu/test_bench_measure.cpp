@@ -41,14 +41,28 @@ TEST_CASE("A median's 95% interval is the binomial order statistics around it", 
     CHECK(m101.median == 51);
     CHECK(m101.low == 41);
     CHECK(m101.high == 61);
+    const auto m33 = medianInterval(oneTo(33));
+    CHECK(m33.median == 17);
+    CHECK(m33.low == 11);
+    CHECK(m33.high == 23);
+    // Beyond 1074 values 2^-n underflows a double: the ranks must not collapse onto the median.
+    const auto m1100 = medianInterval(oneTo(1100));
+    CHECK(m1100.low == 518);
+    CHECK(m1100.high == 583);
+    const auto m2000 = medianInterval(oneTo(2000));
+    CHECK(m2000.low == 956);
+    CHECK(m2000.high == 1045);
     const auto m10 = medianInterval(oneTo(10)); // an even count: the median is the middle two's mean
     CHECK(m10.median == 5.5);
     CHECK(m10.low == 2);
     CHECK(m10.high == 9);
 }
 
-TEST_CASE("Too few values for a 95% interval give their whole range", "[bench]")
+TEST_CASE("Too few values for a narrower interval give their whole range", "[bench]")
 {
+    const auto m8 = medianInterval(oneTo(8)); // P(B < 2) = 9/256 > 2.5%
+    CHECK(m8.low == 1);
+    CHECK(m8.high == 8);
     const auto m5 = medianInterval(oneTo(5)); // P(B = 0) = 1/32 > 2.5%
     CHECK(m5.median == 3);
     CHECK(m5.low == 1);

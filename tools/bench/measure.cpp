@@ -90,22 +90,24 @@ MedianInterval medianInterval(std::vector<double> values)
         return {};
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
-    // P(B < k) for B ~ Binomial(n, 1/2), summed term by term from P(B = 0) = 2^-n (n stays small
-    // enough here for that not to underflow: rounds of benchmark runs).
+    // P(B < k) for B ~ Binomial(n, 1/2), summed term by term; each term from lgamma, since 2^-n
+    // underflows from n = 1075.
+    const double total = static_cast<double>(n);
+    const double lnHalfPowN = -total * std::log(2.0);
     std::size_t k = 0; // 0: no order statistic qualifies
-    double term = std::ldexp(1.0, -static_cast<int>(n));
-    double below = 0; // P(B < i + 1) after step i
+    double below = 0;  // P(B < i + 1) after step i
     for (std::size_t i = 0; i < n / 2; ++i) {
-        below += term;
+        const double x = static_cast<double>(i);
+        below += std::exp(std::lgamma(total + 1) - std::lgamma(x + 1) - std::lgamma(total - x + 1) + lnHalfPowN);
         if (below > 0.025)
             break;
         k = i + 1;
-        term = term * static_cast<double>(n - i) / static_cast<double>(i + 1);
     }
     MedianInterval m;
-    m.median = median(values);
-    m.low = k == 0 ? values.front() : values[k - 1];
-    m.high = k == 0 ? values.back() : values[n - k];
+    const std::size_t mid = n / 2;
+    m.median = n % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+    m.low = values[k == 0 ? 0 : k - 1];
+    m.high = values[k == 0 ? n - 1 : n - k];
     return m;
 }
 

@@ -55,9 +55,11 @@ Comparison compareLoops(long iterations, int rounds, const std::function<void(lo
                         const std::function<void(long)>& second);
 
 /// The median of `values` and an interval that holds the true median with at least 95% confidence
-/// whatever their distribution: the order statistics k and n + 1 - k (1-based) for the largest k
-/// with P(Binomial(n, 1/2) < k) <= 2.5% (with 31 values, the 10th and 22nd of them); all of them
-/// where there are too few (fewer than 6) for any narrower one.
+/// whatever their distribution, provided the values are independent draws of one distribution: the
+/// order statistics k and n + 1 - k (1-based) for the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
+/// (with 31 values the 10th and 22nd, with 33 the 11th and 23rd). Below 9 values no narrower interval
+/// qualifies and it is their whole range, which holds the median with 95% confidence from 6 values on
+/// and with less below (callers ask for 6 or more). Values that are not numbers are left out.
 struct MedianInterval {
     double median = 0;
     double low = 0;
