@@ -10,8 +10,10 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -78,22 +80,34 @@ struct Row {
     double ratio;
     std::string target;
     bool met;
-    std::string note = {}; // after the verdict in the table (not in --csv): what it rests on
+    // The 95% interval of a ratio that is a median of rounds (bench::medianInterval), where the
+    // verdict rests on it; not a number elsewhere.
+    double low = std::numeric_limits<double>::quiet_NaN();
+    double high = std::numeric_limits<double>::quiet_NaN();
 };
 
 inline void print(const std::vector<Row>& rows, bool csv)
 {
     if (csv) {
-        std::printf("measurement,raw,cuctx,ratio,target,met\n");
-        for (const Row& r : rows)
-            std::printf("%s,%s,%s,%.3f,%s,%s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+        std::printf("measurement,raw,cuctx,ratio,target,met,low,high\n");
+        for (const Row& r : rows) {
+            std::printf("%s,%s,%s,%.3f,%s,%s,", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
                         r.target.c_str(), r.met ? "yes" : "no");
+            if (std::isnan(r.low))
+                std::printf(",\n");
+            else
+                std::printf("%.3f,%.3f\n", r.low, r.high);
+        }
         return;
     }
     std::printf("%-34s %14s %14s %9s  %-22s %s\n", "measurement", "raw driver", "cuctx", "ratio", "target", "met");
-    for (const Row& r : rows)
-        std::printf("%-34s %14s %14s %9.3f  %-22s %-3s%s%s\n", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                    r.target.c_str(), r.met ? "yes" : "NO", r.note.empty() ? "" : "  ", r.note.c_str());
+    for (const Row& r : rows) {
+        std::printf("%-34s %14s %14s %9.3f  %-22s %s", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
+                    r.target.c_str(), r.met ? "yes" : "NO");
+        if (!std::isnan(r.low))
+            std::printf("%s  95%% interval %.3f-%.3f", r.met ? "" : " ", r.low, r.high);
+        std::printf("\n");
+    }
 }
 
 inline std::string ns(double v)

@@ -283,7 +283,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 
 // --threads [threads] [contexts] [rounds] [code]: `threads` threads (16) entering `contexts` shared
 // contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
-// multi-thread rows do, for the sides below in rounds (31) of runs of every side, rotating which goes
+// multi-thread rows do, for the sides below in rounds (33) of runs of every side, rotating which goes
 // first. Each side's median ratio to the raw side, its 95% interval (bench::medianInterval) and its
 // best rate. The copies show which part of the guard moves the aggregate; raw sides with a dependent
 // chain of about 2 or 8 ns between a task's pop and the next push ("gap") or between its push and its
@@ -440,13 +440,12 @@ int main(int argc, char** argv)
     if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
         const int threadCount = argc > 2 ? std::atoi(argv[2]) : 16;
         const long count = argc > 3 ? std::atol(argv[3]) : 2;
-        const int rounds = argc > 4 ? std::atoi(argv[4]) : 31;
+        const int rounds = argc > 4 ? std::atoi(argv[4]) : 33;
         const bool code = argc > 5 && std::strcmp(argv[5], "code") == 0;
-        if (threadCount < 1 || (count != 1 && count != 2 && count != 4 && count != 8) || rounds < 1 ||
+        if (threadCount < 1 || (count != 1 && count != 2 && count != 4 && count != 8) || rounds < 6 ||
             (argc > 5 && !code)) {
-            std::fprintf(
-                stderr,
-                "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1, 2, 4 or 8] [rounds] [code]\n");
+            std::fprintf(stderr, "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1, 2, 4 or 8] "
+                                 "[rounds, 6 or more] [code]\n");
             return 2;
         }
         threads(made, threadCount, static_cast<std::size_t>(count), rounds, code);

@@ -15,8 +15,8 @@
 //               the median ratio of --thread-rounds rounds of runs and its 95% interval), the
 //               minimal guard beside it
 //
-// usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--tasks N] [--thread-rounds N]
-//                              [--csv]
+// usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--tasks N]
+//                              [--thread-rounds N, 6 or more] [--csv]
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
@@ -41,7 +41,7 @@ struct Options {
     int rounds = 101;         // pairs of runs per comparison
     int threads = 16;
     long tasks = 200'000;  // per thread, for the multi-thread patterns
-    int threadRounds = 31; // rounds of multi-thread runs (raw, guard, minimal guard) per comparison
+    int threadRounds = 33; // rounds of multi-thread runs (raw, guard, minimal guard), at least 6
     bool csv = false;
 };
 
@@ -186,21 +186,25 @@ Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options
 
 // `threads` threads, each entering the shared contexts in turn from its own starting point, a
 // guard (or the raw pair, or the minimal guard) around each task. Aggregate operations per second:
-// the three sides in `threadRounds` rounds of runs, rotating which goes first; each side's best rate,
-// and the median of the rounds' ratios to the raw side with its 95% interval (a multi-thread run
-// drifts more than a single-thread one: the driver serialises switches of shared contexts, and the
-// system schedules sixteen threads). 31 rounds, not 7: on the H200 the medians of 7 pairs lay between
-// 0.965 and 1.066 in nine runs of one build, those of 31 between 1.000 and 1.041 in three. The minimal
-// guard makes the raw side's driver calls and nothing else, so its ratio shows how far the rows'
-// ratios move with nothing of cuctx's in them.
+// the three sides in `threadRounds` rounds of runs, rotating which goes first (33 rounds: each of
+// the three orders eleven times); each side's best rate, and the median of the rounds' ratios to the
+// raw side with its 95% interval (a multi-thread run drifts more than a single-thread one: the driver
+// serialises switches of shared contexts, and the system schedules sixteen threads). Some 30 rounds,
+// not 7: on the H200 the medians of 7 pairs lay between 0.965 and 1.066 in nine runs of one build,
+// those of 31 between 1.000 and 1.041 in three. The minimal guard makes the raw side's driver calls
+// and nothing else, so its ratio shows how far the rows' ratios move with nothing of cuctx's in them.
 //
-// The verdict: the guard is below raw when the rounds show it with 95% confidence, that is when the
-// whole distribution-free interval of their median ratio (medianInterval) lies below 1.00. Until
-// 2026-12-06 it asked the median itself to reach 1.00, and the floor, which makes exactly the raw
-// side's calls, missed that in five of eight runs over two contexts (0.988-1.009): a verdict that
-// identical code fails half the time judges the rounds' noise, not the guard. With 31 rounds the
-// interval reaches 0.01-0.03 either side of the median: in five runs on H100 machines that day it put
-// the guard below raw in 8 of 15 rows (medians 0.912-0.982) and the floor in one (0.992).
+// The verdict: the guard is below raw when its rounds show it, that is when the whole distribution-free
+// 95% interval of their median ratio (medianInterval) lies below 1.00 (a one-sided test at about
+// 97.5%). Until 2026-12-06 the median itself had to reach 1.00, and the floor, the same driver calls
+// through a scope, missed that in five of eight runs over two contexts that day (0.988-1.009): that
+// verdict judged the rounds' noise, not the guard. The new one is more lenient by design (a median
+// below 1.00 passes where its interval reaches 1.00), not toothless: its half-widths were 0.005-0.031,
+// often lopsided, and in five runs on H100 machines that day it put the guard below raw in 8 of 15 rows
+// (medians 0.912-0.982) and the floor in one (0.992). The interval speaks for one process only: it
+// takes the rounds for independent draws, and the medians of one row differ between processes, even on
+// one machine, by more than their intervals' widths (over two contexts 0.912 in one, 0.970 in the
+// next), so a run's verdict holds for the process and the machine it ran on.
 //
 // What moves these rows is the driver's contention, which answers to nanoseconds: a raw side that
 // spends about 10 ns more between a task's pop and the next push gained 2-23%, one that spends them
@@ -208,7 +212,7 @@ Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options
 // the guard read 1.001x-1.033x at four code shifts and the driver's calls alone 1.019x-1.049x, while
 // this program on the same machine read the guard at 0.969x over two contexts. Running every side here
 // at four code shifts in turn (measured that day in three runs) moved the guard's medians no more
-// than the runs differ (0.951-1.007 against 0.912-1.019 without), and was not kept.
+// than the runs differ (0.951-1.007 against 0.912-1.020 without), and was not kept.
 struct ThreadFigures {
     double raw = 0;
     double guarded = 0;
@@ -294,9 +298,9 @@ int main(int argc, char** argv)
                      {"--tasks", &o.tasks},
                      {"--thread-rounds", &o.threadRounds},
                      {"--csv", &o.csv}}) ||
-        o.iterations < 3 || o.rounds < 1 || o.threads < 1 || o.tasks < 1 || o.threadRounds < 1) {
+        o.iterations < 3 || o.rounds < 1 || o.threads < 1 || o.tasks < 1 || o.threadRounds < 6) {
         std::fprintf(stderr, "usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--tasks N] "
-                             "[--thread-rounds N] [--csv]\n");
+                             "[--thread-rounds N, 6 or more] [--csv]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-switching"))
@@ -337,16 +341,11 @@ int main(int argc, char** argv)
     for (std::size_t k : {2, 4, 8}) {
         const std::vector<cuctx::Context> shared(contexts.begin(), contexts.begin() + static_cast<long>(k));
         const ThreadFigures f = compareThreads(shared, o);
-        auto interval = [](const MedianInterval& m) {
-            char text[48];
-            std::snprintf(text, sizeof text, "95%% interval %.3f-%.3f", m.low, m.high);
-            return std::string(text);
-        };
         rows.push_back({std::to_string(o.threads) + " threads over " + std::to_string(k) + " contexts", mops(f.raw),
-                        mops(f.guarded), f.ratio.median, "not below raw (95%)", f.ratio.high >= 1.0,
-                        interval(f.ratio)});
+                        mops(f.guarded), f.ratio.median, "not shown below raw", f.ratio.high >= 1.0, f.ratio.low,
+                        f.ratio.high});
         rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)", true,
-                        interval(f.floorRatio)});
+                        f.floorRatio.low, f.floorRatio.high});
     }
     if (!o.csv)
         std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads x "
