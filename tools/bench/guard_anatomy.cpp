@@ -18,12 +18,13 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -300,7 +301,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // loops, moves these rows, not one part of the guard.
 [[gnu::always_inline]] inline void chain(long i, int steps)
 {
-    std::uint64_t x = static_cast<std::uint64_t>(i);
+    auto x = static_cast<std::uint64_t>(i);
     for (int j = 0; j < steps; ++j) {
         x = x * 3 + 1;
         asm volatile("" : "+r"(x));
@@ -438,9 +439,18 @@ int main(int argc, char** argv)
         return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
-        const int threadCount = argc > 2 ? std::atoi(argv[2]) : 16;
-        const long count = argc > 3 ? std::atol(argv[3]) : 2;
-        const int rounds = argc > 4 ? std::atoi(argv[4]) : 33;
+        // The number at argv[at], `fallback` where there is none, -1 where it is not a number.
+        auto number = [&](int at, int fallback) {
+            if (argc <= at)
+                return fallback;
+            int value = 0;
+            const char* const end = argv[at] + std::strlen(argv[at]);
+            const auto [stop, error] = std::from_chars(argv[at], end, value);
+            return error == std::errc() && stop == end ? value : -1;
+        };
+        const int threadCount = number(2, 16);
+        const int count = number(3, 2);
+        const int rounds = number(4, 33);
         const bool code = argc > 5 && std::strcmp(argv[5], "code") == 0;
         if (threadCount < 1 || (count != 1 && count != 2 && count != 4 && count != 8) || rounds < 6 ||
             (argc > 5 && !code)) {

@@ -92,12 +92,12 @@ MedianInterval medianInterval(std::vector<double> values)
     const std::size_t n = values.size();
     // P(B < k) for B ~ Binomial(n, 1/2), summed term by term; each term from lgamma, since 2^-n
     // underflows from n = 1075.
-    const double total = static_cast<double>(n);
+    const auto total = static_cast<double>(n);
     const double lnHalfPowN = -total * std::log(2.0);
     std::size_t k = 0; // 0: no order statistic qualifies
     double below = 0;  // P(B < i + 1) after step i
     for (std::size_t i = 0; i < n / 2; ++i) {
-        const double x = static_cast<double>(i);
+        const auto x = static_cast<double>(i);
         below += std::exp(std::lgamma(total + 1) - std::lgamma(x + 1) - std::lgamma(total - x + 1) + lnHalfPowN);
         if (below > 0.025)
             break;
