@@ -293,7 +293,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // whether registration does. `code`: the real guard and the driver's calls alone at four shifts in a
 // line of code instead (see --code).
 //
-// 16 threads over two contexts, four processes on three H100 machines (2026-12-06): the gap 1.019x-
+// 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
 // 1.009x, its copies 0.964x-1.011x; at four code shifts the guard 1.001x-1.033x and the calls alone
 // 1.019x-1.049x. cuctx-bench-switching on the same machines read its guard at 0.957x-0.991x over two
