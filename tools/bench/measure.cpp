@@ -23,16 +23,27 @@
 namespace cuctx::bench {
 namespace {
 
-// The middle value, or the mean of the two middle ones; values that are not numbers (a ratio over a
-// time of 0) are left out.
-double median(std::vector<double> v)
+// The numbers among `v`, sorted: values that are not numbers (a ratio over a time of 0) are left out.
+std::vector<double> sortedNumbers(std::vector<double> v)
 {
     std::erase_if(v, [](double x) { return std::isnan(x); });
-    if (v.empty())
-        return 0.0;
     std::sort(v.begin(), v.end());
-    const std::size_t mid = v.size() / 2;
-    return v.size() % 2 != 0 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+    return v;
+}
+
+// The middle value of `sorted`, or the mean of the two middle ones; 0 if it is empty.
+double middleOf(const std::vector<double>& sorted)
+{
+    if (sorted.empty())
+        return 0.0;
+    const std::size_t mid = sorted.size() / 2;
+    return sorted.size() % 2 != 0 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+// The middle value, or the mean of the two middle ones, of the numbers among `v`.
+double median(std::vector<double> v)
+{
+    return middleOf(sortedNumbers(std::move(v)));
 }
 
 // Pairs of windows (one thread, then all, or the other way round) of the 16-thread cache rows and of
@@ -83,12 +94,11 @@ void checked(CUresult r, const char* call)
 
 } // namespace
 
-MedianInterval medianInterval(std::vector<double> values)
+MedianInterval medianInterval(std::vector<double> numbers)
 {
-    std::erase_if(values, [](double x) { return std::isnan(x); });
+    const std::vector<double> values = sortedNumbers(std::move(numbers));
     if (values.empty())
         return {};
-    std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     // P(B < k) for B ~ Binomial(n, 1/2), summed term by term; each term from lgamma, since 2^-n
     // underflows from n = 1075.
@@ -104,8 +114,7 @@ MedianInterval medianInterval(std::vector<double> values)
         k = i + 1;
     }
     MedianInterval m;
-    const std::size_t mid = n / 2;
-    m.median = n % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+    m.median = middleOf(values);
     m.low = values[k == 0 ? 0 : k - 1];
     m.high = values[k == 0 ? n - 1 : n - k];
     return m;

@@ -65,7 +65,7 @@ struct MedianInterval {
     double low = 0;
     double high = 0;
 };
-MedianInterval medianInterval(std::vector<double> values);
+MedianInterval medianInterval(std::vector<double> numbers);
 
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
