@@ -13,6 +13,7 @@
 #include <vector>
 
 using cuctx::bench::medianInterval;
+using cuctx::bench::roundsOfSides;
 
 namespace {
 
@@ -86,4 +87,23 @@ TEST_CASE("Ratios that are not numbers are left out of a median's interval", "[b
     CHECK(m.median == 16);
     CHECK(m.low == 10);
     CHECK(m.high == 22);
+}
+
+TEST_CASE("Rounds of sides rotate which side goes first and give each side's ratio to the first side", "[bench]")
+{
+    std::vector<std::size_t> order;
+    int call = 0;
+    // Side s's rate in its round: 10 * (s + 1), times a factor that changes with every call, so that
+    // a ratio taken across rounds would show.
+    const auto r = roundsOfSides(4, 3, [&](std::size_t side) {
+        order.push_back(side);
+        ++call;
+        return 10.0 * static_cast<double>(side + 1) * (call <= 3 ? 1.0 : call <= 6 ? 2.0 : call <= 9 ? 3.0 : 4.0);
+    });
+    CHECK(order == std::vector<std::size_t>{0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2});
+    REQUIRE(r.ratios.size() == 3);
+    CHECK(r.ratios[0] == std::vector<double>(4, 1.0));
+    CHECK(r.ratios[1] == std::vector<double>(4, 2.0));
+    CHECK(r.ratios[2] == std::vector<double>(4, 3.0));
+    CHECK(r.best == std::vector<double>{40.0, 80.0, 120.0});
 }

@@ -375,39 +375,28 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         {"raw inside 8", rawSide(0, 8)},
         {"raw unregistered", rawSide(0, 0), false},
     };
-    const std::size_t kSides = sides.size();
-    std::vector<std::vector<double>> ratios(kSides);
-    std::vector<double> best(kSides);
-    for (int r = 0; r < rounds; ++r) {
-        std::vector<double> rate(kSides);
-        for (std::size_t k = 0; k < kSides; ++k) {
-            const std::size_t side = (static_cast<std::size_t>(r) + k) % kSides;
-            nextStart.store(0);
-            rate[side] = bench::aggregateOps(
-                threadCount, kTasks,
-                [&] {
-                    start = nextStart.fetch_add(1);
-                    if (sides[side].registered) {
-                        ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
-                    } else {
-                        CUcontext popped = nullptr; // the driver's per-thread set-up only
-                        api.cuCtxPushCurrent(at(0).native());
-                        api.cuCtxPopCurrent(&popped);
-                    }
-                },
-                sides[side].tasks, [] {});
-        }
-        for (std::size_t k = 0; k < kSides; ++k) {
-            best[k] = std::max(best[k], rate[k]);
-            ratios[k].push_back(rate[k] / rate[0]);
-        }
-    }
+    const bench::RoundsOfSides r = bench::roundsOfSides(rounds, sides.size(), [&](std::size_t side) {
+        nextStart.store(0);
+        return bench::aggregateOps(
+            threadCount, kTasks,
+            [&] {
+                start = nextStart.fetch_add(1);
+                if (sides[side].registered) {
+                    ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
+                } else {
+                    CUcontext popped = nullptr; // the driver's per-thread set-up only
+                    api.cuCtxPushCurrent(at(0).native());
+                    api.cuCtxPopCurrent(&popped);
+                }
+            },
+            sides[side].tasks, [] {});
+    });
     std::printf("%d threads over %zu contexts, %d rounds of %ld tasks a thread: median ratio to raw (95%% "
                 "interval), best Mops/s\n",
                 threadCount, count, rounds, kTasks);
-    for (std::size_t k = 0; k < kSides; ++k) {
-        const bench::MedianInterval m = bench::medianInterval(ratios[k]);
-        std::printf("  %-16s %.3f (%.3f-%.3f) %.2f\n", sides[k].name, m.median, m.low, m.high, best[k] / 1e6);
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+        const bench::MedianInterval m = bench::medianInterval(r.ratios[k]);
+        std::printf("  %-16s %.3f (%.3f-%.3f) %.2f\n", sides[k].name, m.median, m.low, m.high, r.best[k] / 1e6);
     }
 }
 

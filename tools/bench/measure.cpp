@@ -120,6 +120,23 @@ MedianInterval medianInterval(std::vector<double> numbers)
     return m;
 }
 
+RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<double(std::size_t side)>& rate)
+{
+    RoundsOfSides r{std::vector<double>(sides, 0.0), std::vector<std::vector<double>>(sides)};
+    std::vector<double> round(sides);
+    for (int k = 0; k < rounds; ++k) {
+        for (std::size_t i = 0; i < sides; ++i) {
+            const std::size_t side = (static_cast<std::size_t>(k) + i) % sides;
+            round[side] = rate(side);
+        }
+        for (std::size_t side = 0; side < sides; ++side) {
+            r.best[side] = std::max(r.best[side], round[side]);
+            r.ratios[side].push_back(round[side] / round[0]);
+        }
+    }
+    return r;
+}
+
 double timePerIteration(long iterations, const std::function<void(long)>& loop)
 {
     const auto t0 = Clock::now();

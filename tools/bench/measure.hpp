@@ -67,6 +67,15 @@ struct MedianInterval {
 };
 MedianInterval medianInterval(std::vector<double> numbers);
 
+/// `sides` sides of a comparison in `rounds` rounds, every side run once a round (`rate(side)`), the
+/// order rotating so that round r starts with side r mod `sides`: each side's best rate, and each
+/// side's ratios to side 0's rate of the same round, one a round (side 0's are all 1).
+struct RoundsOfSides {
+    std::vector<double> best;
+    std::vector<std::vector<double>> ratios;
+};
+RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<double(std::size_t side)>& rate);
+
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
 /// `setUp` and `tearDown` run on each thread outside that span. Thread t runs on the t-th CPU the

@@ -266,23 +266,14 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
             tasks, [] {});
     };
     const std::array<const std::function<void(long)>*, 3> sides{&rawTasks, &guardTasks, &minimalTasks};
+    RoundsOfSides rounds =
+        roundsOfSides(o.threadRounds, sides.size(), [&](std::size_t side) { return run(*sides[side]); });
     ThreadFigures f;
-    std::vector<double> ratios;
-    std::vector<double> floorRatios;
-    for (int r = 0; r < o.threadRounds; ++r) {
-        std::array<double, 3> rate{};
-        for (std::size_t i = 0; i < sides.size(); ++i) {
-            const std::size_t side = (static_cast<std::size_t>(r) + i) % sides.size();
-            rate[side] = run(*sides[side]);
-        }
-        f.raw = std::max(f.raw, rate[0]);
-        f.guarded = std::max(f.guarded, rate[1]);
-        f.minimal = std::max(f.minimal, rate[2]);
-        ratios.push_back(rate[1] / rate[0]);
-        floorRatios.push_back(rate[2] / rate[0]);
-    }
-    f.ratio = medianInterval(std::move(ratios));
-    f.floorRatio = medianInterval(std::move(floorRatios));
+    f.raw = rounds.best[0];
+    f.guarded = rounds.best[1];
+    f.minimal = rounds.best[2];
+    f.ratio = medianInterval(std::move(rounds.ratios[1]));
+    f.floorRatio = medianInterval(std::move(rounds.ratios[2]));
     return f;
 }
 
