@@ -7,9 +7,14 @@
 #include "measure.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
+#include <set>
+#include <thread>
 #include <vector>
 
 using cuctx::bench::medianInterval;
@@ -106,4 +111,41 @@ TEST_CASE("Rounds of sides rotate which side goes first and give each side's rat
     CHECK(r.ratios[1] == std::vector<double>(4, 2.0));
     CHECK(r.ratios[2] == std::vector<double>(4, 3.0));
     CHECK(r.best == std::vector<double>{40.0, 80.0, 120.0});
+}
+
+TEST_CASE("A window's rate counts every batch its threads ran, each after every thread's set-up", "[bench]")
+{
+    constexpr int threads = 3;
+    constexpr long perBatch = 10;
+    constexpr double seconds = 0.02;
+    std::mutex mutex;
+    std::set<std::thread::id> setUpThreads;
+    std::set<std::thread::id> batchThreads;
+    std::atomic<int> setUps{0};
+    std::atomic<long> batches{0};
+    std::atomic<long> early{0}; // batches run before every thread's set-up had ended
+    const auto begin = std::chrono::steady_clock::now();
+    const double rate = cuctx::bench::windowRate(
+        threads, seconds, perBatch,
+        [&] {
+            const std::lock_guard lock(mutex);
+            setUpThreads.insert(std::this_thread::get_id());
+            setUps.fetch_add(1);
+        },
+        [&] {
+            if (setUps.load() != threads)
+                early.fetch_add(1);
+            batches.fetch_add(1);
+            const std::lock_guard lock(mutex);
+            batchThreads.insert(std::this_thread::get_id());
+        });
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    CHECK(early.load() == 0);
+    CHECK(setUpThreads.size() == threads);
+    CHECK(batchThreads == setUpThreads);
+    // Every batch counted, perBatch operations each, over a window at least `seconds` long and no
+    // longer than the whole call.
+    const auto operations = static_cast<double>(batches.load() * perBatch);
+    CHECK(rate <= operations / seconds * (1 + 1e-9));
+    CHECK(rate >= operations / wall * (1 - 1e-9));
 }

@@ -240,46 +240,53 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     return static_cast<double>(tasks) * threads / seconds;
 }
 
+double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
+                  const std::function<void()>& batch, int firstCpu)
+{
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::atomic<bool> stop{false};
+    std::vector<long> batches(static_cast<std::size_t>(threads), 0);
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            pinWorker(firstCpu + t, threads);
+            setUp();
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire))
+                std::this_thread::yield();
+            long done = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+                batch();
+                ++done;
+            }
+            batches[static_cast<std::size_t>(t)] = done;
+        });
+    while (ready.load() < threads)
+        std::this_thread::yield();
+    go.store(true, std::memory_order_release);
+    // Every thread runs through the whole window: the count of batches finished within it (each
+    // thread's last, unfinished one is counted whole; a batch is short beside the window).
+    const auto begin = Clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop.store(true, std::memory_order_relaxed);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
+    for (auto& th : pool)
+        th.join();
+    long total = 0;
+    for (const long b : batches)
+        total += b;
+    return static_cast<double>(total) * static_cast<double>(perBatch) / elapsed;
+}
+
 double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch,
                       int firstCpu)
 {
     double best = 0;
-    for (int round = 0; round < rounds; ++round) {
-        std::atomic<int> ready{0};
-        std::atomic<bool> go{false};
-        std::atomic<bool> stop{false};
-        std::vector<long> batches(static_cast<std::size_t>(threads), 0);
-        std::vector<std::thread> pool;
-        pool.reserve(static_cast<std::size_t>(threads));
-        for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] {
-                pinWorker(firstCpu + t, threads);
-                ready.fetch_add(1);
-                while (!go.load(std::memory_order_acquire))
-                    std::this_thread::yield();
-                long done = 0;
-                while (!stop.load(std::memory_order_relaxed)) {
-                    batch();
-                    ++done;
-                }
-                batches[static_cast<std::size_t>(t)] = done;
-            });
-        while (ready.load() < threads)
-            std::this_thread::yield();
-        go.store(true, std::memory_order_release);
-        // Every thread runs through the whole window: the count of batches finished within it (each
-        // thread's last, unfinished one is counted whole; a batch is short beside the window).
-        const auto begin = Clock::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        stop.store(true, std::memory_order_relaxed);
-        const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
-        for (auto& th : pool)
-            th.join();
-        long total = 0;
-        for (const long b : batches)
-            total += b;
-        best = std::max(best, static_cast<double>(total) * static_cast<double>(perBatch) / elapsed);
-    }
+    for (int round = 0; round < rounds; ++round)
+        best = std::max(best, windowRate(
+                                  threads, seconds, perBatch, [] {}, batch, firstCpu));
     return best;
 }
 

@@ -83,12 +83,16 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
-/// Aggregate operations per second of `threads` threads that all run `batch` (which performs `perBatch`
-/// operations) again and again for the same window of `seconds`, measured by this thread while they
-/// run: a thread the system deschedules counts fewer operations instead of stretching everyone's
-/// window, and a thread started late never runs alone at the end. The best of `rounds` windows.
-/// Thread t runs on CPU firstCpu + t of those the process may use (wrapping), unpinned when there are
-/// more threads than CPUs.
+/// Aggregate operations per second of `threads` threads that each run `setUp` (before the window) and
+/// then `batch` (which performs `perBatch` operations) again and again for the same window of
+/// `seconds`, measured by this thread while they run: a thread the system deschedules counts fewer
+/// operations instead of stretching everyone's window, and a thread started late never runs alone at
+/// the end. Thread t runs on CPU firstCpu + t of those the process may use (wrapping), unpinned when
+/// there are more threads than CPUs.
+double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
+                  const std::function<void()>& batch, int firstCpu = 0);
+
+/// The best of `rounds` windows of windowRate, with no set-up.
 double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch,
                       int firstCpu = 0);
 
