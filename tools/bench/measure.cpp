@@ -86,6 +86,13 @@ void pinWorker(int t, int threads)
     (void)sched_setaffinity(0, sizeof one, &one);
 }
 
+// What aggregateOps and windowRate throw when the system refuses thread `started` + 1 of `threads`.
+std::system_error threadRefused(const std::system_error& e, std::size_t started, int threads)
+{
+    return {e.code(), "could not start thread " + std::to_string(started + 1) + " of " + std::to_string(threads) +
+                          " (use fewer threads, or raise the limit)"};
+}
+
 void checked(CUresult r, const char* call)
 {
     if (r != CUDA_SUCCESS)
@@ -229,8 +236,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
             start.arrive_and_drop();
         for (auto& th : pool)
             th.join();
-        throw std::system_error(e.code(), "could not start thread " + std::to_string(pool.size() + 1) + " of " +
-                                              std::to_string(threads) + " (use fewer threads, or raise the limit)");
+        throw threadRefused(e, pool.size(), threads);
     }
     for (auto& th : pool)
         th.join();
@@ -249,20 +255,29 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
     std::vector<long> batches(static_cast<std::size_t>(threads), 0);
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            pinWorker(firstCpu + t, threads);
-            setUp();
-            ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire))
-                std::this_thread::yield();
-            long done = 0;
-            while (!stop.load(std::memory_order_relaxed)) {
-                batch();
-                ++done;
-            }
-            batches[static_cast<std::size_t>(t)] = done;
-        });
+    try {
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                pinWorker(firstCpu + t, threads);
+                setUp();
+                ready.fetch_add(1);
+                while (!go.load(std::memory_order_acquire))
+                    std::this_thread::yield();
+                long done = 0;
+                while (!stop.load(std::memory_order_relaxed)) {
+                    batch();
+                    ++done;
+                }
+                batches[static_cast<std::size_t>(t)] = done;
+            });
+    } catch (const std::system_error& e) {
+        // As in aggregateOps: the threads started leave at once; join them, and say so.
+        stop.store(true);
+        go.store(true);
+        for (auto& th : pool)
+            th.join();
+        throw threadRefused(e, pool.size(), threads);
+    }
     while (ready.load() < threads)
         std::this_thread::yield();
     go.store(true, std::memory_order_release);
