@@ -284,10 +284,11 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 
 // --threads [threads] [contexts] [rounds] [code]: `threads` threads (16) entering `contexts` shared
 // contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
-// multi-thread rows do, for the sides below in rounds (33) of runs of every side, rotating which goes
-// first. Each side's median ratio to the raw side, its 95% interval (bench::medianInterval) and its
-// best rate. The copies show which part of the guard moves the aggregate; raw sides with a dependent
-// chain of about 2 or 8 ns between a task's pop and the next push ("gap") or between its push and its
+// multi-thread rows do, for the sides below in rounds (33) of windows of every side, rotating which
+// goes first (until 2026-12-06, and in the figures below, a fixed number of tasks a thread timed from
+// the first thread's start to the last one's finish). Each side's median ratio to the raw side, its 95% interval
+// (bench::medianInterval) and its best rate. The copies show which part of the guard moves the aggregate; raw sides
+// with a dependent chain of about 2 or 8 ns between a task's pop and the next push ("gap") or between its push and its
 // pop ("inside") whether time spent outside the driver's calls moves it; a raw side whose threads are
 // not registered with cuctx (the others' are; cuctx-bench-switching registers only the guard's)
 // whether registration does. `code`: the real guard and the driver's calls alone at four shifts in a
@@ -313,7 +314,11 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
 {
     const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
     const auto& api = d::api();
-    constexpr long kTasks = 100'000;
+    // Windows as cuctx-bench-switching's (windowRate), shorter, since there are eleven sides; batches
+    // of a multiple of 8 tasks, so that each thread goes on through the contexts where it stopped.
+    constexpr double kWindowSeconds = 0.1;
+    constexpr long kTasksPerBatch = 1000;
+    static_assert(kTasksPerBatch % 8 == 0);
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
     auto at = [&](long i) -> const Context& { return shared[(start + static_cast<std::size_t>(i)) % count]; };
@@ -377,8 +382,8 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     };
     const bench::RoundsOfSides r = bench::roundsOfSides(rounds, sides.size(), [&](std::size_t side) {
         nextStart.store(0);
-        return bench::aggregateOps(
-            threadCount, kTasks,
+        return bench::windowRate(
+            threadCount, kWindowSeconds, kTasksPerBatch,
             [&] {
                 start = nextStart.fetch_add(1);
                 if (sides[side].registered) {
@@ -389,11 +394,11 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                     api.cuCtxPopCurrent(&popped);
                 }
             },
-            sides[side].tasks, [] {});
+            [&] { sides[side].tasks(kTasksPerBatch); });
     });
-    std::printf("%d threads over %zu contexts, %d rounds of %ld tasks a thread: median ratio to raw (95%% "
+    std::printf("%d threads over %zu contexts, %d rounds of windows of %.0f ms: median ratio to raw (95%% "
                 "interval), best Mops/s\n",
-                threadCount, count, rounds, kTasks);
+                threadCount, count, rounds, kWindowSeconds * 1e3);
     for (std::size_t k = 0; k < sides.size(); ++k) {
         const bench::MedianInterval m = bench::medianInterval(r.ratios[k]);
         std::printf("  %-16s %.3f (%.3f-%.3f) %.2f\n", sides[k].name, m.median, m.low, m.high, r.best[k] / 1e6);

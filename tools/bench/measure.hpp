@@ -87,8 +87,10 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// then `batch` (which performs `perBatch` operations) again and again for the same window of
 /// `seconds`, measured by this thread while they run: a thread the system deschedules counts fewer
 /// operations instead of stretching everyone's window, and a thread started late never runs alone at
-/// the end. Thread t runs on CPU firstCpu + t of those the process may use (wrapping), unpinned when
-/// there are more threads than CPUs.
+/// the end. A thread looks at the window's end between batches, and the batch it is in when the window
+/// closes counts whole: a window should be long beside a batch (a thread that ran none counts none, and
+/// the rate may be 0). Thread t runs on CPU firstCpu + t of those the process may use (wrapping),
+/// unpinned when there are more threads than CPUs.
 double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
                   const std::function<void()>& batch, int firstCpu = 0);
 

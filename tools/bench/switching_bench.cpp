@@ -45,9 +45,12 @@ struct Options {
     bool csv = false;
 };
 
-// Tasks a thread runs between two looks at its window's end: a multiple of 8, so that each thread
-// goes on through the shared contexts where its last batch stopped.
+// Tasks a thread runs between two looks at its window's end: a multiple of every count of shared
+// contexts (2, 4, 8), so that each thread goes on through them where its last batch stopped. A window
+// counts whole batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
+// ms (16 threads, H100), some 150-500 batches a thread in the default 200 ms.
 constexpr long kTasksPerBatch = 1000;
+static_assert(kTasksPerBatch % 8 == 0);
 
 constexpr std::size_t kSequenceLength = 4096; // a power of two: the loops index it with a mask
 
@@ -196,8 +199,8 @@ Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options
 // 95% interval (a multi-thread run drifts more than a single-thread one: the driver serialises
 // switches of shared contexts, and the system schedules sixteen threads). Some 30 rounds, not 7: on
 // the H200 the medians of 7 pairs lay between 0.965 and 1.066 in nine runs of one build, those of 31
-// between 1.000 and 1.041 in three. The minimal guard makes the raw side's driver calls and nothing
-// else, so its ratio shows how far the rows' ratios move with nothing of cuctx's in them.
+// between 1.000 and 1.041 in three (timed to the last finish, below). The minimal guard makes the raw side's driver
+// calls and nothing else, so its ratio shows how far the rows' ratios move with nothing of cuctx's in them.
 //
 // Windows, not a fixed number of tasks a thread timed from the first thread's start to the last one's
 // finish (until 2026-12-06): there the last thread to finish set the rate, and it ran its last tasks
