@@ -48,7 +48,7 @@ struct Options {
 // Tasks a thread runs between two looks at its window's end: a multiple of every count of shared
 // contexts (2, 4, 8), so that each thread goes on through them where its last batch stopped. A window
 // counts whole batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
-// ms (16 threads, H100), some 150-500 batches a thread in the default 200 ms.
+// ms (16 threads, H100), some 150-520 batches a thread in the default 200 ms.
 constexpr long kTasksPerBatch = 1000;
 static_assert(kTasksPerBatch % 8 == 0);
 
