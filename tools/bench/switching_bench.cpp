@@ -23,7 +23,6 @@
 #include "driver/driver_state.hpp"
 #include "measure.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
