@@ -217,12 +217,13 @@ Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options
 // 95% interval of their median ratio (medianInterval) lies below 1.00 (a one-sided test at about
 // 97.5%). Until 2026-12-06 the median itself had to reach 1.00, and the floor, the same driver calls
 // through a scope, missed that over two contexts in three of runs 1-8 of docs/switching-runs.md
-// (0.995-0.997): that verdict judged the rounds' noise, not the guard. The new one is more lenient by design (a median
-// below 1.00 passes where its interval reaches 1.00), not toothless: timed to the last finish, in five
-// runs on H100 machines that day, it put the guard below raw in 8 of 15 rows (medians 0.912-0.982) and
-// the floor in one (0.992). The interval speaks for one process only: it takes the rounds for
-// independent draws, and the medians of one row differ between processes, even on one machine, by more
-// than their intervals' widths, so a run's verdict holds for the process and the machine it ran on.
+// (0.995-0.997): that verdict judged the rounds' noise, not the guard. The new one is more lenient by
+// design (a median below 1.00 passes where its interval reaches 1.00), not toothless: timed to the last
+// finish, in five runs on H100 machines that day, it put the guard below raw in 8 of 15 rows (medians
+// 0.912-0.982) and the floor in one (0.992). The interval speaks for one process only: it takes the
+// rounds for independent draws, and the medians of one row differ between processes, even on one
+// machine, by more than their intervals' widths, so a run's verdict holds for the process and the
+// machine it ran on.
 //
 // What moves these rows is the driver's contention, which answers to nanoseconds: a raw side that
 // spends about 8 ns more between a task's pop and the next push gained 2-23%, one that spends them
