@@ -286,13 +286,13 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
 // multi-thread rows do, for the sides below in rounds (33) of windows of every side, rotating which
 // goes first (until 2026-12-06, and in the figures below, a fixed number of tasks a thread timed from
-// the first thread's start to the last one's finish). Each side's median ratio to the raw side, its 95% interval
-// (bench::medianInterval) and its best rate. The copies show which part of the guard moves the aggregate; raw sides
-// with a dependent chain of about 2 or 8 ns between a task's pop and the next push ("gap") or between its push and its
-// pop ("inside") whether time spent outside the driver's calls moves it; a raw side whose threads are
-// not registered with cuctx (the others' are; cuctx-bench-switching registers only the guard's)
-// whether registration does. `code`: the real guard and the driver's calls alone at four shifts in a
-// line of code instead (see --code).
+// the first thread's start to the last one's finish). Each side's median ratio to the raw side, its 95%
+// interval (bench::medianInterval) and its best rate. The copies show which part of the guard moves the
+// aggregate; raw sides with a dependent chain of about 2 or 8 ns between a task's pop and the next push
+// ("gap") or between its push and its pop ("inside") whether time spent outside the driver's calls
+// moves it; a raw side whose threads are not registered with cuctx (the others' are;
+// cuctx-bench-switching registers only the guard's) whether registration does. `code`: the real guard
+// and the driver's calls alone at four shifts in a line of code instead (see --code).
 //
 // 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
@@ -314,11 +314,9 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
 {
     const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
     const auto& api = d::api();
-    // Windows as cuctx-bench-switching's (windowRate), shorter, since there are eleven sides; batches
-    // of a multiple of 8 tasks, so that each thread goes on through the contexts where it stopped.
+    // Windows as cuctx-bench-switching's (windowRate, batches of kSwitchTasksPerBatch), shorter, since
+    // there are eleven sides.
     constexpr double kWindowSeconds = 0.1;
-    constexpr long kTasksPerBatch = 1000;
-    static_assert(kTasksPerBatch % 8 == 0);
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
     auto at = [&](long i) -> const Context& { return shared[(start + static_cast<std::size_t>(i)) % count]; };
@@ -383,7 +381,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     const bench::RoundsOfSides r = bench::roundsOfSides(rounds, sides.size(), [&](std::size_t side) {
         nextStart.store(0);
         return bench::windowRate(
-            threadCount, kWindowSeconds, kTasksPerBatch,
+            threadCount, kWindowSeconds, bench::kSwitchTasksPerBatch,
             [&] {
                 start = nextStart.fetch_add(1);
                 if (sides[side].registered) {
@@ -394,7 +392,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                     api.cuCtxPopCurrent(&popped);
                 }
             },
-            [&] { sides[side].tasks(kTasksPerBatch); });
+            [&] { sides[side].tasks(bench::kSwitchTasksPerBatch); });
     });
     std::printf("%d threads over %zu contexts, %d rounds of windows of %.0f ms: median ratio to raw (95%% "
                 "interval), best Mops/s\n",

@@ -94,6 +94,14 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
                   const std::function<void()>& batch, int firstCpu = 0);
 
+/// Tasks a thread of the 16-thread switching rows (cuctx-bench-switching, and the anatomy's --threads
+/// that explains them) runs between two looks at its window's end: a multiple of every count of shared
+/// contexts (2, 4, 8), so that each thread goes on through them where its last batch stopped. A window
+/// counts whole batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
+/// ms (16 threads, H100), some 150-520 batches a thread in a window of 200 ms.
+inline constexpr long kSwitchTasksPerBatch = 1000;
+static_assert(kSwitchTasksPerBatch % 8 == 0);
+
 /// The best of `rounds` windows of windowRate, with no set-up.
 double concurrentRate(int threads, double seconds, int rounds, long perBatch, const std::function<void()>& batch,
                       int firstCpu = 0);

@@ -44,13 +44,6 @@ struct Options {
     bool csv = false;
 };
 
-// Tasks a thread runs between two looks at its window's end: a multiple of every count of shared
-// contexts (2, 4, 8), so that each thread goes on through them where its last batch stopped. A window
-// counts whole batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
-// ms (16 threads, H100), some 150-520 batches a thread in the default 200 ms.
-constexpr long kTasksPerBatch = 1000;
-static_assert(kTasksPerBatch % 8 == 0);
-
 constexpr std::size_t kSequenceLength = 4096; // a power of two: the loops index it with a mask
 
 // A guard that pushes and pops and checks nothing: what the driver alone costs through a scope. It
@@ -273,12 +266,12 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
     auto run = [&](const std::function<void(long)>& tasks) {
         nextStart.store(0);
         return windowRate(
-            o.threads, static_cast<double>(o.windowMs) * 1e-3, kTasksPerBatch,
+            o.threads, static_cast<double>(o.windowMs) * 1e-3, kSwitchTasksPerBatch,
             [&] {
                 start = nextStart.fetch_add(1);
                 tasks(1);
             },
-            [&] { tasks(kTasksPerBatch); });
+            [&] { tasks(kSwitchTasksPerBatch); });
     };
     const std::array<const std::function<void(long)>*, 3> sides{&rawTasks, &guardTasks, &minimalTasks};
     RoundsOfSides rounds =
