@@ -78,10 +78,11 @@ TEST_CASE("Too few values for a narrower interval give their whole range", "[ben
     CHECK(m1.median == 0.97);
     CHECK(m1.low == 0.97);
     CHECK(m1.high == 0.97);
+    // No values: nothing that a verdict comparing them (ratio <= 1.05, high >= 1.0) could pass on.
     const auto none = medianInterval({});
-    CHECK(none.median == 0);
-    CHECK(none.low == 0);
-    CHECK(none.high == 0);
+    CHECK(std::isnan(none.median));
+    CHECK(std::isnan(none.low));
+    CHECK(std::isnan(none.high));
 }
 
 TEST_CASE("Ratios that are not numbers are left out of a median's interval", "[bench]")
@@ -92,6 +93,25 @@ TEST_CASE("Ratios that are not numbers are left out of a median's interval", "[b
     CHECK(m.median == 16);
     CHECK(m.low == 10);
     CHECK(m.high == 22);
+}
+
+TEST_CASE("Infinite ratios are left out of a median's interval, and none finite fails every verdict", "[bench]")
+{
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> v = oneTo(31);
+    v.insert(v.begin() + 5, 4, inf);
+    v.push_back(-inf);
+    const auto m = medianInterval(v);
+    CHECK(m.median == 16);
+    CHECK(m.low == 10);
+    CHECK(m.high == 22);
+    // Ratios over times of 0 only: an infinite high end passed cuctx-bench-switching's "high >= 1.0".
+    const auto none = medianInterval({inf, inf, std::numeric_limits<double>::quiet_NaN(), inf, -inf, inf});
+    CHECK_FALSE(none.high >= 1.0);
+    CHECK_FALSE(none.median <= 1.05);
+    CHECK(std::isnan(none.median));
+    CHECK(std::isnan(none.low));
+    CHECK(std::isnan(none.high));
 }
 
 TEST_CASE("Rounds of sides rotate which side goes first and give each side's ratio to the first side", "[bench]")

@@ -13,6 +13,7 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -23,19 +24,21 @@
 namespace cuctx::bench {
 namespace {
 
-// The numbers among `v`, sorted: values that are not numbers (a ratio over a time of 0) are left out.
+// The finite numbers among `v`, sorted: values that are not numbers or infinite (a ratio over a time of
+// 0) are left out.
 std::vector<double> sortedNumbers(std::vector<double> v)
 {
-    std::erase_if(v, [](double x) { return std::isnan(x); });
+    std::erase_if(v, [](double x) { return !std::isfinite(x); });
     std::sort(v.begin(), v.end());
     return v;
 }
 
-// The middle value of `sorted`, or the mean of the two middle ones; 0 if it is empty.
+// The middle value of `sorted`, or the mean of the two middle ones; not a number if it is empty, so that
+// a verdict that compares it fails.
 double middleOf(const std::vector<double>& sorted)
 {
     if (sorted.empty())
-        return 0.0;
+        return std::numeric_limits<double>::quiet_NaN();
     const std::size_t mid = sorted.size() / 2;
     return sorted.size() % 2 != 0 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
@@ -104,8 +107,10 @@ void checked(CUresult r, const char* call)
 MedianInterval medianInterval(std::vector<double> numbers)
 {
     const std::vector<double> values = sortedNumbers(std::move(numbers));
-    if (values.empty())
-        return {};
+    if (values.empty()) {
+        constexpr double none = std::numeric_limits<double>::quiet_NaN();
+        return {none, none, none};
+    }
     const std::size_t n = values.size();
     // P(B < k) for B ~ Binomial(n, 1/2), summed term by term; each term from lgamma, since 2^-n
     // underflows from n = 1075.

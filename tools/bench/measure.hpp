@@ -59,7 +59,9 @@ Comparison compareLoops(long iterations, int rounds, const std::function<void(lo
 /// order statistics k and n + 1 - k (1-based) for the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
 /// (with 31 values the 10th and 22nd, with 33 the 11th and 23rd). Below 9 values no narrower interval
 /// qualifies and it is their whole range, which holds the median with 95% confidence from 6 values on
-/// and with less below (callers ask for 6 or more). Values that are not numbers are left out.
+/// and with less below (callers ask for 6 or more). Values that are not finite numbers (NaN, an infinite
+/// ratio over a time of 0) are left out; where none is left, all three are not a number, so that a
+/// verdict that compares them fails.
 struct MedianInterval {
     double median = 0;
     double low = 0;
