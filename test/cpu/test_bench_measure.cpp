@@ -4,7 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "bench_common.hpp"
 #include "measure.hpp"
+
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -175,4 +178,37 @@ TEST_CASE("A window's rate counts every batch its threads ran, each after every 
     const auto operations = static_cast<double>(batches.load() * perBatch);
     CHECK(rate <= operations / seconds * (1 + 1e-9));
     CHECK(rate >= operations / std::chrono::duration<double>(end - lastSetUpEnd).count() * (1 - 1e-9));
+}
+
+TEST_CASE("Workers beyond the CPUs run on every CPU the process started with, not on a pinned caller's", "[bench]")
+{
+    cpu_set_t original;
+    REQUIRE(sched_getaffinity(0, sizeof original, &original) == 0);
+    const int cpus = CPU_COUNT(&original);
+    if (cpus < 2) {
+        WARN("one CPU: nothing to tell apart");
+        return;
+    }
+    cuctx::bench::PinToCurrentCpu pin; // as cuctx-bench-guard-anatomy's main does
+    REQUIRE(pin.pinned());
+    std::mutex mutex;
+    std::vector<int> seen; // each worker's CPU count
+    const auto record = [&] {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        sched_getaffinity(0, sizeof mine, &mine);
+        const std::lock_guard lock(mutex);
+        seen.push_back(CPU_COUNT(&mine));
+    };
+    cuctx::bench::windowRate(cpus + 1, 0.001, 1, record, [] {});
+    REQUIRE(seen.size() == static_cast<std::size_t>(cpus + 1));
+    CHECK(std::count(seen.begin(), seen.end(), cpus) == cpus + 1);
+    seen.clear();
+    cuctx::bench::aggregateOps(
+        cpus + 1, 1, record, [](long) {}, [] {});
+    CHECK(std::count(seen.begin(), seen.end(), cpus) == cpus + 1);
+    // As many as there are CPUs: one each.
+    seen.clear();
+    cuctx::bench::windowRate(cpus, 0.001, 1, record, [] {});
+    CHECK(std::count(seen.begin(), seen.end(), 1) == cpus);
 }

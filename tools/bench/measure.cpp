@@ -60,33 +60,42 @@ double hitWindow(long hits)
     return std::clamp(static_cast<double>(hits) * 1e-6, 0.01, 0.5);
 }
 
-// The CPUs this process may run on, as it started: read before main, so before any measurement pins
-// the main thread to one CPU (threads it starts inherit that).
-const std::vector<int> g_startCpus = [] {
+// The CPUs this process may run on, as it started, as a mask and listed: read before main, so before
+// any measurement pins the main thread to one CPU (threads it starts inherit that).
+struct StartCpus {
+    cpu_set_t mask{};
+    bool saved = false;
     std::vector<int> cpus;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
+};
+const StartCpus g_start = [] {
+    StartCpus s;
+    CPU_ZERO(&s.mask);
+    s.saved = sched_getaffinity(0, sizeof s.mask, &s.mask) == 0;
+    if (s.saved)
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-            if (CPU_ISSET(cpu, &set))
-                cpus.push_back(cpu);
-    return cpus;
+            if (CPU_ISSET(cpu, &s.mask))
+                s.cpus.push_back(cpu);
+    return s;
 }();
 
 // Worker `t` of `threads` on the t-th of those CPUs (wrapping, for a lone thread placed further on),
 // so that the system's placement of the threads is the same for both sides of a comparison: left to
 // the scheduler, two threads share a CPU for a while in one run and not in the next, which moved
-// 16-thread ratios by several percent between runs. Left to the scheduler where there are more
-// threads than CPUs: pinned, the CPUs that got two would set the pace of a whole aggregateOps run.
-// Unpinned where the system refuses.
+// 16-thread ratios by several percent between runs. Left to the scheduler, over every CPU the process
+// started with, where there are more threads than CPUs (pinned, the CPUs that got two would set the
+// pace of a whole aggregateOps run) or the system refuses: not on the mask the worker inherited, since
+// a caller that pinned itself to one CPU (PinToCurrentCpu) would put every such worker on that CPU.
 void pinWorker(int t, int threads)
 {
-    if (g_startCpus.empty() || t < 0 || static_cast<std::size_t>(threads) > g_startCpus.size())
-        return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(g_startCpus[static_cast<std::size_t>(t) % g_startCpus.size()], &one);
-    (void)sched_setaffinity(0, sizeof one, &one);
+    if (!g_start.cpus.empty() && t >= 0 && static_cast<std::size_t>(threads) <= g_start.cpus.size()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(g_start.cpus[static_cast<std::size_t>(t) % g_start.cpus.size()], &one);
+        if (sched_setaffinity(0, sizeof one, &one) == 0)
+            return;
+    }
+    if (g_start.saved)
+        (void)sched_setaffinity(0, sizeof g_start.mask, &g_start.mask);
 }
 
 // What aggregateOps and windowRate throw when the system refuses thread `started` + 1 of `threads`.

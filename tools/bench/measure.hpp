@@ -81,7 +81,8 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
 /// `setUp` and `tearDown` run on each thread outside that span. Thread t runs on the t-th CPU the
-/// process may use, as in concurrentRate (unpinned when there are more threads than CPUs).
+/// process may use, as in concurrentRate (on every CPU the process started with when there are more
+/// threads than CPUs).
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
@@ -91,8 +92,8 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// operations instead of stretching everyone's window, and a thread started late never runs alone at
 /// the end. A thread looks at the window's end between batches, and the batch it is in when the window
 /// closes counts whole: a window should be long beside a batch (a thread that ran none counts none, and
-/// the rate may be 0). Thread t runs on CPU firstCpu + t of those the process may use (wrapping),
-/// unpinned when there are more threads than CPUs.
+/// the rate may be 0). Thread t runs on CPU firstCpu + t of those the process may use (wrapping), on
+/// every CPU the process started with when there are more threads than CPUs.
 double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
                   const std::function<void()>& batch, int firstCpu = 0);
 
