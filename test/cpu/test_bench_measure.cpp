@@ -17,6 +17,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -178,6 +179,50 @@ TEST_CASE("A window's rate counts every batch its threads ran, each after every 
     const auto operations = static_cast<double>(batches.load() * perBatch);
     CHECK(rate <= operations / seconds * (1 + 1e-9));
     CHECK(rate >= operations / std::chrono::duration<double>(end - lastSetUpEnd).count() * (1 - 1e-9));
+}
+
+TEST_CASE("An exception in a worker of a window or of a run of tasks reaches the caller", "[bench]")
+{
+    // Thrown from a std::thread, it ended the process in std::terminate.
+    std::atomic<int> setUps{0};
+    CHECK_THROWS_WITH(cuctx::bench::windowRate(
+                          4, 0.01, 1,
+                          [&] {
+                              if (setUps.fetch_add(1) == 2)
+                                  throw std::runtime_error("set-up failed");
+                          },
+                          [] {}),
+                      "set-up failed");
+    CHECK(setUps.load() == 4);
+    // A window of 10 s: the others stop at once, not when it closes.
+    std::atomic<long> batches{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(cuctx::bench::windowRate(
+                          3, 10.0, 1, [] {},
+                          [&] {
+                              if (batches.fetch_add(1) == 100)
+                                  throw std::runtime_error("batch failed");
+                          }),
+                      "batch failed");
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    std::atomic<int> runs{0};
+    CHECK_THROWS_WITH(cuctx::bench::aggregateOps(
+                          3, 10, [] {},
+                          [&](long) {
+                              if (runs.fetch_add(1) == 1)
+                                  throw std::runtime_error("tasks failed");
+                          },
+                          [] {}),
+                      "tasks failed");
+    std::atomic<int> aggregateSetUps{0};
+    CHECK_THROWS_WITH(cuctx::bench::aggregateOps(
+                          3, 10,
+                          [&] {
+                              if (aggregateSetUps.fetch_add(1) == 0)
+                                  throw std::runtime_error("set-up failed");
+                          },
+                          [](long) {}, [] {}),
+                      "set-up failed");
 }
 
 TEST_CASE("Workers beyond the CPUs run on every CPU the process started with, not on a pinned caller's", "[bench]")

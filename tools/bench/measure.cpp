@@ -13,7 +13,10 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -97,6 +100,41 @@ void pinWorker(int t, int threads)
     if (g_start.saved)
         (void)sched_setaffinity(0, sizeof g_start.mask, &g_start.mask);
 }
+
+// The first exception the worker threads of aggregateOps or windowRate threw, for the caller to
+// rethrow once it has joined them all (one that left a std::thread would end the process).
+class FirstFailure {
+public:
+    // Keeps the exception being handled, unless one came first.
+    void capture() noexcept
+    {
+        {
+            const std::lock_guard lock(mutex_);
+            if (!first_)
+                first_ = std::current_exception();
+            failed_.store(true);
+        }
+        wake_.notify_all();
+    }
+    bool failed() const noexcept { return failed_.load(); }
+    // Sleeps until `deadline`, or until a worker fails if one does first.
+    void sleepUntil(Clock::time_point deadline)
+    {
+        std::unique_lock lock(mutex_);
+        wake_.wait_until(lock, deadline, [this] { return failed_.load(); });
+    }
+    void rethrowIfAny() const
+    {
+        if (first_)
+            std::rethrow_exception(first_);
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::exception_ptr first_;
+    std::atomic<bool> failed_{false};
+};
 
 // What aggregateOps and windowRate throw when the system refuses thread `started` + 1 of `threads`.
 std::system_error threadRefused(const std::system_error& e, std::size_t started, int threads)
@@ -229,18 +267,28 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     std::atomic<bool> abandoned{false};
+    FirstFailure failure;
     try {
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                pinWorker(t, threads);
-                setUp();
-                start.arrive_and_wait();
-                if (!abandoned.load()) {
-                    begins[static_cast<std::size_t>(t)] = Clock::now();
-                    perThread(tasks);
-                    ends[static_cast<std::size_t>(t)] = Clock::now();
+                bool arrived = false;
+                try {
+                    pinWorker(t, threads);
+                    setUp();
+                    arrived = true;
+                    start.arrive_and_wait();
+                    if (!abandoned.load() && !failure.failed()) {
+                        begins[static_cast<std::size_t>(t)] = Clock::now();
+                        perThread(tasks);
+                        ends[static_cast<std::size_t>(t)] = Clock::now();
+                    }
+                    tearDown();
+                } catch (...) {
+                    // The others skip their tasks where they have not begun them yet; the caller rethrows.
+                    failure.capture();
+                    if (!arrived)
+                        start.arrive_and_drop();
                 }
-                tearDown();
             });
     } catch (const std::system_error& e) {
         // The system refused a thread: release the ones waiting at the barrier, join them, and say so
@@ -254,6 +302,7 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
     }
     for (auto& th : pool)
         th.join();
+    failure.rethrowIfAny();
     const auto first = *std::min_element(begins.begin(), begins.end());
     const auto last = *std::max_element(ends.begin(), ends.end());
     const double seconds = std::chrono::duration<double>(last - first).count();
@@ -269,20 +318,31 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
     std::vector<long> batches(static_cast<std::size_t>(threads), 0);
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
+    FirstFailure failure;
     try {
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                pinWorker(firstCpu + t, threads);
-                setUp();
-                ready.fetch_add(1);
-                while (!go.load(std::memory_order_acquire))
-                    std::this_thread::yield();
-                long done = 0;
-                while (!stop.load(std::memory_order_relaxed)) {
-                    batch();
-                    ++done;
+                bool counted = false; // in `ready`
+                try {
+                    pinWorker(firstCpu + t, threads);
+                    setUp();
+                    counted = true;
+                    ready.fetch_add(1);
+                    while (!go.load(std::memory_order_acquire))
+                        std::this_thread::yield();
+                    long done = 0;
+                    while (!stop.load(std::memory_order_relaxed)) {
+                        batch();
+                        ++done;
+                    }
+                    batches[static_cast<std::size_t>(t)] = done;
+                } catch (...) {
+                    // The others stop at their next look at the window's end; the caller rethrows.
+                    failure.capture();
+                    stop.store(true, std::memory_order_release);
+                    if (!counted)
+                        ready.fetch_add(1);
                 }
-                batches[static_cast<std::size_t>(t)] = done;
             });
     } catch (const std::system_error& e) {
         // As in aggregateOps: the threads started leave at once; join them, and say so.
@@ -298,11 +358,12 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
     // Every thread runs through the whole window: the count of batches finished within it (each
     // thread's last, unfinished one is counted whole; a batch is short beside the window).
     const auto begin = Clock::now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    failure.sleepUntil(begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
     stop.store(true, std::memory_order_relaxed);
     const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
     for (auto& th : pool)
         th.join();
+    failure.rethrowIfAny();
     long total = 0;
     for (const long b : batches)
         total += b;

@@ -82,7 +82,9 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
 /// `setUp` and `tearDown` run on each thread outside that span. Thread t runs on the t-th CPU the
 /// process may use, as in concurrentRate (on every CPU the process started with when there are more
-/// threads than CPUs).
+/// threads than CPUs). The first exception a thread throws is rethrown here once all are joined (the
+/// others skip their tasks if they have not begun them); std::system_error where the system refuses a
+/// thread.
 double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                     const std::function<void(long)>& perThread, const std::function<void()>& tearDown);
 
@@ -93,7 +95,9 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// the end. A thread looks at the window's end between batches, and the batch it is in when the window
 /// closes counts whole: a window should be long beside a batch (a thread that ran none counts none, and
 /// the rate may be 0). Thread t runs on CPU firstCpu + t of those the process may use (wrapping), on
-/// every CPU the process started with when there are more threads than CPUs.
+/// every CPU the process started with when there are more threads than CPUs. The first exception that
+/// `setUp` or `batch` throws stops every thread at its next look and is rethrown here once all are
+/// joined; std::system_error where the system refuses a thread.
 double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
                   const std::function<void()>& batch, int firstCpu = 0);
 
