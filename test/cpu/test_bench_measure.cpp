@@ -174,11 +174,26 @@ TEST_CASE("A window's rate counts every batch its threads ran, each after every 
     // Batches run on the threads that were set up (on a loaded machine a thread may get no batch
     // into the window at all, which the rate rightly counts as none).
     CHECK(std::includes(setUpThreads.begin(), setUpThreads.end(), batchThreads.begin(), batchThreads.end()));
-    // Every batch counted, perBatch operations each, over a window at least `seconds` long that
-    // opened after the last set-up ended and closed before the call returned.
+    // Every batch finished within the window counted, perBatch operations each (all but the one each
+    // thread was in when it closed), over a window at least `seconds` long that opened after the last
+    // set-up ended and closed before the call returned.
     const auto operations = static_cast<double>(batches.load() * perBatch);
     CHECK(rate <= operations / seconds * (1 + 1e-9));
-    CHECK(rate >= operations / std::chrono::duration<double>(end - lastSetUpEnd).count() * (1 - 1e-9));
+    CHECK(rate >=
+          (operations - threads * perBatch) / std::chrono::duration<double>(end - lastSetUpEnd).count() * (1 - 1e-9));
+}
+
+TEST_CASE("A window counts no batch that was still running when it closed", "[bench]")
+{
+    // Batches of 100 ms in a window of 10 ms: a batch counted whole when the window closes (as until
+    // 2026-12-06) made 2 threads read 200 batches a second; 2 threads of 100 ms batches finish 20 a
+    // second at most, however long the window really was.
+    constexpr int threads = 2;
+    constexpr double batchSeconds = 0.1;
+    const double rate = cuctx::bench::windowRate(
+        threads, 0.01, 1, [] {}, [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); });
+    CHECK(rate >= 0);
+    CHECK(rate <= threads / batchSeconds * (1 + 1e-9));
 }
 
 TEST_CASE("An exception in a worker of a window or of a run of tasks reaches the caller", "[bench]")

@@ -330,9 +330,14 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
                     ready.fetch_add(1);
                     while (!go.load(std::memory_order_acquire))
                         std::this_thread::yield();
+                    // Only the batches finished before the window closed count: one that the window's
+                    // end finds running would count work done outside it (a whole batch for each
+                    // thread, which a window short beside a batch multiplied).
                     long done = 0;
-                    while (!stop.load(std::memory_order_relaxed)) {
+                    while (!stop.load(std::memory_order_acquire)) {
                         batch();
+                        if (stop.load(std::memory_order_acquire))
+                            break;
                         ++done;
                     }
                     batches[static_cast<std::size_t>(t)] = done;
@@ -354,12 +359,13 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
     }
     while (ready.load() < threads)
         std::this_thread::yield();
-    go.store(true, std::memory_order_release);
-    // Every thread runs through the whole window: the count of batches finished within it (each
-    // thread's last, unfinished one is counted whole; a batch is short beside the window).
+    // Every thread runs through the whole window: the count of batches that began after it opened
+    // (the clock starts before the threads may go) and finished before it closed (the clock stops
+    // after they are told to).
     const auto begin = Clock::now();
+    go.store(true, std::memory_order_release);
     failure.sleepUntil(begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
-    stop.store(true, std::memory_order_relaxed);
+    stop.store(true, std::memory_order_release);
     const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
     for (auto& th : pool)
         th.join();

@@ -92,19 +92,20 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
 /// then `batch` (which performs `perBatch` operations) again and again for the same window of
 /// `seconds`, measured by this thread while they run: a thread the system deschedules counts fewer
 /// operations instead of stretching everyone's window, and a thread started late never runs alone at
-/// the end. A thread looks at the window's end between batches, and the batch it is in when the window
-/// closes counts whole: a window should be long beside a batch (a thread that ran none counts none, and
-/// the rate may be 0). Thread t runs on CPU firstCpu + t of those the process may use (wrapping), on
-/// every CPU the process started with when there are more threads than CPUs. The first exception that
-/// `setUp` or `batch` throws stops every thread at its next look and is rethrown here once all are
-/// joined; std::system_error where the system refuses a thread.
+/// the end. A thread looks at the window's end between batches, and only the batches that it finished
+/// within the window count (the one the window's end finds running does not): a window should be long
+/// beside a batch (a thread that finished none counts none, and the rate may be 0). Thread t runs on CPU
+/// firstCpu + t of those the process may use (wrapping), on every CPU the process started with when
+/// there are more threads than CPUs. The first exception that `setUp` or `batch` throws stops every
+/// thread at its next look and is rethrown here once all are joined; std::system_error where the system
+/// refuses a thread.
 double windowRate(int threads, double seconds, long perBatch, const std::function<void()>& setUp,
                   const std::function<void()>& batch, int firstCpu = 0);
 
 /// Tasks a thread of the 16-thread switching rows (cuctx-bench-switching, and the anatomy's --threads
 /// that explains them) runs between two looks at its window's end: a multiple of every count of shared
 /// contexts (2, 4, 8), so that each thread goes on through them where its last batch stopped. A window
-/// counts whole batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
+/// counts finished batches, so it must be long beside one: 1000 contended switches take a thread 0.4-1.3
 /// ms (16 threads, H100), some 150-520 batches a thread in a window of 200 ms.
 inline constexpr long kSwitchTasksPerBatch = 1000;
 static_assert(kSwitchTasksPerBatch % 8 == 0);
