@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -271,4 +272,42 @@ TEST_CASE("Workers beyond the CPUs run on every CPU the process started with, no
     seen.clear();
     cuctx::bench::windowRate(cpus, 0.001, 1, record, [] {});
     CHECK(std::count(seen.begin(), seen.end(), 1) == cpus);
+}
+
+namespace {
+
+// flagError on the words after a program's name.
+std::string flagErrorOf(std::vector<std::string> words, int& threads, long& iterations, bool& csv)
+{
+    std::vector<char*> argv{const_cast<char*>("cuctx-bench-test")};
+    for (std::string& w : words)
+        argv.push_back(w.data());
+    return cuctx::bench::flagError(
+        static_cast<int>(argv.size()), argv.data(),
+        {{"--threads", &threads, 1, cuctx::bench::kMaxThreads}, {"--iterations", &iterations, 1000}, {"--csv", &csv}});
+}
+
+} // namespace
+
+TEST_CASE("A bad flag is named with its value", "[bench]")
+{
+    int threads = 16;
+    long iterations = 50'000;
+    bool csv = false;
+    CHECK(flagErrorOf({"--threads", "8", "--iterations", "2000", "--csv"}, threads, iterations, csv).empty());
+    CHECK(threads == 8);
+    CHECK(iterations == 2000);
+    CHECK(csv);
+    CHECK(flagErrorOf({"--threads", "1024"}, threads, iterations, csv).empty());
+    CHECK(threads == 1024);
+    CHECK(flagErrorOf({"--threads", "abc"}, threads, iterations, csv) == "bad value 'abc' for --threads (1 to 1024)");
+    CHECK(flagErrorOf({"--threads", "1025"}, threads, iterations, csv) == "bad value '1025' for --threads (1 to 1024)");
+    CHECK(flagErrorOf({"--threads", "0"}, threads, iterations, csv) == "bad value '0' for --threads (1 to 1024)");
+    CHECK(flagErrorOf({"--iterations", "999"}, threads, iterations, csv) ==
+          "bad value '999' for --iterations (1000 or more)");
+    CHECK(flagErrorOf({"--csv", "--foo"}, threads, iterations, csv) == "unknown option --foo");
+    CHECK(flagErrorOf({"extra"}, threads, iterations, csv) == "unexpected word 'extra'");
+    CHECK(flagErrorOf({"--iterations"}, threads, iterations, csv) == "--iterations needs a value");
+    CHECK(threads == 1024); // a refused value leaves the target as it was
+    CHECK(iterations == 2000);
 }

@@ -8,6 +8,7 @@
 
 #include "cuctx/driver.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -124,17 +126,22 @@ inline std::string mops(double v)
     return text;
 }
 
-/// A command-line flag: a number follows it, a bool stands alone.
+/// A command-line flag: a number follows it, a bool stands alone. A number must lie within
+/// `low`..`high` (a count that makes no measurement below, a resource the system runs out of above).
 struct Flag {
     const char* name;
     std::variant<int*, long*, std::size_t*, bool*> target;
+    long long low = 1;
+    long long high = std::numeric_limits<long long>::max();
 };
 
-/// Parses argv into `flags`; a word that is no flag goes to `positional` where one is given. A
-/// number must be a whole positive one that its target holds (every count here is one): "0", "-5",
-/// "12x" and one too large for the target are refused. False on anything else (the caller prints
-/// its usage).
-inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags, std::string* positional = nullptr)
+/// What is wrong with argv for `flags`, empty where nothing is: "unknown option --foo", "--threads
+/// needs a value", "bad value 'abc' for --threads" (with the range where the flag has one). A word
+/// that is no flag goes to `positional` where one is given. A number must be a whole one within its
+/// flag's range (1 and up unless the flag says otherwise) that its target holds: "0", "-5", "12x" and
+/// one too large for the target are refused.
+inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> flags,
+                             std::string* positional = nullptr)
 {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -144,7 +151,7 @@ inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
                 flag = &f;
         if (flag == nullptr) {
             if (positional == nullptr || arg.empty() || arg[0] == '-')
-                return false;
+                return arg.starts_with("-") ? "unknown option " + arg : "unexpected word '" + arg + "'";
             *positional = arg;
             continue;
         }
@@ -153,28 +160,50 @@ inline bool parseFlags(int argc, char** argv, std::initializer_list<Flag> flags,
             continue;
         }
         if (i + 1 >= argc)
-            return false;
+            return arg + " needs a value";
         const std::string_view text = argv[++i];
         const bool parsed = std::visit(
-            [text](auto* t) {
+            [text, flag](auto* t) {
                 using T = std::remove_pointer_t<decltype(t)>;
                 if constexpr (std::is_same_v<T, bool>) {
                     return false;
                 } else {
                     T value{};
                     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-                    if (error != std::errc() || end != text.data() + text.size() || value < 1)
+                    if (error != std::errc() || end != text.data() + text.size() ||
+                        std::cmp_less(value, std::max(flag->low, 1LL)) || std::cmp_greater(value, flag->high))
                         return false;
                     *t = value;
                     return true;
                 }
             },
             flag->target);
-        if (!parsed)
-            return false;
+        if (!parsed) {
+            std::string error = "bad value '" + std::string(text) + "' for " + arg;
+            if (flag->high != std::numeric_limits<long long>::max())
+                error += " (" + std::to_string(std::max(flag->low, 1LL)) + " to " + std::to_string(flag->high) + ")";
+            else if (flag->low > 1)
+                error += " (" + std::to_string(flag->low) + " or more)";
+            return error;
+        }
     }
-    return true;
+    return {};
 }
+
+/// Parses argv into `flags` (flagError); where something is wrong, says what on stderr ("TOOL: bad
+/// value 'abc' for --threads") and returns false (the caller prints its usage).
+inline bool parseFlags(const char* tool, int argc, char** argv, std::initializer_list<Flag> flags,
+                       std::string* positional = nullptr)
+{
+    const std::string error = flagError(argc, argv, flags, positional);
+    if (!error.empty())
+        std::fprintf(stderr, "%s: %s\n", tool, error.c_str());
+    return error.empty();
+}
+
+/// The most threads a benchmark's --threads takes: beyond it the system runs out of threads or memory
+/// before the measurement says anything.
+inline constexpr long long kMaxThreads = 1024;
 
 /// Whether the driver is there to measure; says why not (on stderr) when it is not.
 inline bool driverReady(const char* tool)

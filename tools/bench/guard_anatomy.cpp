@@ -403,12 +403,63 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     }
 }
 
-} // namespace
+// What the command line asks for: the table (no words), --sweep, --code, or --threads with its numbers.
+struct Mode {
+    enum class What { table, sweep, code, threads } what = What::table;
+    int threadCount = 16;
+    int contexts = 2;
+    int rounds = 33;
+    bool threadsCode = false;
+};
 
-int main(int argc, char** argv)
+constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024] "
+                               "[contexts 1, 2, 4 or 8] [rounds, 6 or more] [code]]\n";
+
+// `mode` from argv; what is wrong with it, empty where nothing is.
+std::string parseMode(int argc, char** argv, Mode& mode)
 {
-    if (!bench::driverReady("cuctx-bench-guard-anatomy"))
-        return 77;
+    if (argc < 2)
+        return {};
+    const std::string first = argv[1];
+    if (first == "--sweep" || first == "--code") {
+        mode.what = first == "--sweep" ? Mode::What::sweep : Mode::What::code;
+        return argc > 2 ? "unexpected word '" + std::string(argv[2]) + "' after " + first : std::string();
+    }
+    if (first != "--threads")
+        return first.starts_with("-") ? "unknown option " + first : "unexpected word '" + first + "'";
+    mode.what = Mode::What::threads;
+    // The number at argv[at] into `value` where there is one; false where it is no number within low..high.
+    auto number = [&](int at, int& value, int low, int high) {
+        if (argc <= at)
+            return true;
+        int parsed = 0;
+        const char* const end = argv[at] + std::strlen(argv[at]);
+        const auto [stop, error] = std::from_chars(argv[at], end, parsed);
+        if (error != std::errc() || stop != end || parsed < low || parsed > high)
+            return false;
+        value = parsed;
+        return true;
+    };
+    if (!number(2, mode.threadCount, 1, static_cast<int>(bench::kMaxThreads)))
+        return "bad value '" + std::string(argv[2]) + "' for --threads (threads, 1 to 1024)";
+    if (!number(3, mode.contexts, 1, 8) ||
+        (mode.contexts != 1 && mode.contexts != 2 && mode.contexts != 4 && mode.contexts != 8))
+        return "bad value '" + std::string(argv[3]) + "' for --threads (contexts, 1, 2, 4 or 8)";
+    if (!number(4, mode.rounds, 6, 1'000'000))
+        return "bad value '" + std::string(argv[4]) + "' for --threads (rounds, 6 or more)";
+    if (argc > 5) {
+        if (std::strcmp(argv[5], "code") != 0)
+            return "unexpected word '" + std::string(argv[5]) + "' after --threads' rounds (only 'code' may follow)";
+        mode.threadsCode = true;
+    }
+    if (argc > 6)
+        return "unexpected word '" + std::string(argv[6]) + "' after 'code'";
+    return {};
+}
+
+// The measurements the mode asks for, printed as they finish.
+void run(const Mode& mode)
+{
     const bench::PinToCurrentCpu pin;
     Context home = Context::create(Device::get(0));
     std::vector<Context> made;
@@ -426,36 +477,17 @@ int main(int argc, char** argv)
         contexts.push_back(&c);
         handles.push_back(c.native());
     }
-    if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
+    if (mode.what == Mode::What::sweep) {
         sweep(contexts.data(), handles.data());
-        return 0;
+        return;
     }
-    if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
-        // The number at argv[at], `fallback` where there is none, -1 where it is not a number.
-        auto number = [&](int at, int fallback) {
-            if (argc <= at)
-                return fallback;
-            int value = 0;
-            const char* const end = argv[at] + std::strlen(argv[at]);
-            const auto [stop, error] = std::from_chars(argv[at], end, value);
-            return error == std::errc() && stop == end ? value : -1;
-        };
-        const int threadCount = number(2, 16);
-        const int count = number(3, 2);
-        const int rounds = number(4, 33);
-        const bool code = argc > 5 && std::strcmp(argv[5], "code") == 0;
-        if (threadCount < 1 || (count != 1 && count != 2 && count != 4 && count != 8) || rounds < 6 ||
-            (argc > 5 && !code)) {
-            std::fprintf(stderr, "usage: cuctx-bench-guard-anatomy --threads [threads] [contexts 1, 2, 4 or 8] "
-                                 "[rounds, 6 or more] [code]\n");
-            return 2;
-        }
-        threads(made, threadCount, static_cast<std::size_t>(count), rounds, code);
-        return 0;
+    if (mode.what == Mode::What::threads) {
+        threads(made, mode.threadCount, static_cast<std::size_t>(mode.contexts), mode.rounds, mode.threadsCode);
+        return;
     }
-    if (argc > 1 && std::strcmp(argv[1], "--code") == 0) {
+    if (mode.what == Mode::What::code) {
         codePlacement(contexts.data(), handles.data());
-        return 0;
+        return;
     }
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
@@ -486,4 +518,19 @@ int main(int argc, char** argv)
     }
     std::printf("address bits 0-11: guard 0x%03x, thread record 0x%03x\n", lowBits(g_guardAddress),
                 lowBits(&d::t_record));
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Mode mode;
+    if (const std::string error = parseMode(argc, argv, mode); !error.empty()) {
+        std::fprintf(stderr, "cuctx-bench-guard-anatomy: %s\n%s", error.c_str(), kUsage);
+        return 2;
+    }
+    if (!bench::driverReady("cuctx-bench-guard-anatomy"))
+        return 77;
+    run(mode);
+    return 0;
 }

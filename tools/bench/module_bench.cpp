@@ -20,7 +20,7 @@
 //            the machine gives threads that share nothing (where its CPUs share cores or clock
 //            down, less than --threads)
 //
-// usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--threads N]
+// usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] [--threads N, 1-1024]
 //                            [--max-image-kib N] [--csv] [PTX]
 
 #include "bench_common.hpp"
@@ -55,17 +55,17 @@ struct Options {
 int main(int argc, char** argv)
 {
     Options o;
-    if (!parseFlags(argc, argv,
+    if (!parseFlags("cuctx-bench-modules", argc, argv,
                     {{"--launches", &o.launches},
                      {"--batch", &o.batch},
                      {"--hits", &o.hits},
                      {"--loads", &o.loads},
-                     {"--threads", &o.threads},
+                     {"--threads", &o.threads, 1, kMaxThreads},
                      {"--max-image-kib", &o.maxImageKib},
                      {"--csv", &o.csv}},
                     &o.ptx)) {
         std::fprintf(stderr, "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] "
-                             "[--threads N] [--max-image-kib N] [--csv] [PTX]\n");
+                             "[--threads N, 1-1024] [--max-image-kib N] [--csv] [PTX]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-modules"))

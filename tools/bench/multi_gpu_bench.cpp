@@ -199,7 +199,7 @@ int main(int argc, char** argv)
         return rankWorker();
     Options o;
     if (!parseFlags(
-            argc, argv,
+            "cuctx-bench-multi-gpu", argc, argv,
             {{"--megabytes", &o.megabytes}, {"--copies", &o.copies}, {"--launches", &o.launches}, {"--csv", &o.csv}})) {
         std::fprintf(stderr, "usage: cuctx-bench-multi-gpu [--megabytes N] [--copies N] [--launches N] [--csv]\n");
         return 2;

@@ -55,7 +55,7 @@ void stageWork(const Setup& s, std::size_t stage, const Stream& stream, std::siz
 int main(int argc, char** argv)
 {
     Options o;
-    if (!parseFlags(argc, argv,
+    if (!parseFlags("cuctx-bench-pipeline", argc, argv,
                     {{"--stages", &o.stages},
                      {"--items", &o.items},
                      {"--floats", &o.floats},

@@ -15,7 +15,8 @@
 //               over windows of --window-ms; the median ratio of --thread-rounds rounds of windows
 //               and its 95% interval), the minimal guard beside it
 //
-// usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] [--window-ms N]
+// usage: cuctx-bench-switching [--iterations N, 1000 or more] [--rounds N, 3 or more]
+//                              [--threads N, 1-1024] [--window-ms N, 20-60000]
 //                              [--thread-rounds N, 6 or more] [--csv]
 
 #include "bench_common.hpp"
@@ -178,7 +179,7 @@ Figures compareNested(const std::vector<cuctx::Context>& contexts, const Options
             MinimalGuard gc(d, handles[2]);
         }
     };
-    const long nests = o.iterations / 3; // main() asks for at least 3 iterations
+    const long nests = o.iterations / 3; // main() asks for at least 1000 iterations
     auto perContext = [](Comparison x) {
         x.first /= 3;
         x.second /= 3;
@@ -290,16 +291,19 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
 int main(int argc, char** argv)
 {
     Options o;
-    if (!parseFlags(argc, argv,
-                    {{"--iterations", &o.iterations},
-                     {"--rounds", &o.rounds},
-                     {"--threads", &o.threads},
-                     {"--window-ms", &o.windowMs},
-                     {"--thread-rounds", &o.threadRounds},
-                     {"--csv", &o.csv}}) ||
-        o.iterations < 3 || o.rounds < 1 || o.threads < 1 || o.windowMs < 1 || o.threadRounds < 6) {
-        std::fprintf(stderr, "usage: cuctx-bench-switching [--iterations N] [--rounds N] [--threads N] "
-                             "[--window-ms N] [--thread-rounds N, 6 or more] [--csv]\n");
+    // Fewer iterations or rounds than these time the clock, not the guard; a window shorter than
+    // kMinWindowMs holds too few batches a thread to say anything (a thread's batch takes up to 1.3 ms).
+    constexpr long kMinWindowMs = 20;
+    if (!parseFlags("cuctx-bench-switching", argc, argv,
+                    {{"--iterations", &o.iterations, 1000},
+                     {"--rounds", &o.rounds, 3},
+                     {"--threads", &o.threads, 1, kMaxThreads},
+                     {"--window-ms", &o.windowMs, kMinWindowMs, 60'000},
+                     {"--thread-rounds", &o.threadRounds, 6},
+                     {"--csv", &o.csv}})) {
+        std::fprintf(stderr, "usage: cuctx-bench-switching [--iterations N, 1000 or more] [--rounds N, 3 or more] "
+                             "[--threads N, 1-1024] [--window-ms N, 20-60000] [--thread-rounds N, 6 or more] "
+                             "[--csv]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-switching"))

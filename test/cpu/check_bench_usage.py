@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Each benchmark names the flag or word it refuses.
+
+usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY
+
+A bad command line must end in exit status 2, before anything is measured, with a line on stderr
+that names what was wrong (the flag, its value, the unknown word) and the usage message.
+"""
+import subprocess
+import sys
+
+contexts, switching, modules, anatomy = sys.argv[1:5]
+problems = []
+
+
+def refused(program, args, *wanted):
+    try:
+        run = subprocess.run([program] + args, capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        problems.append(f"{program.split('/')[-1]} {' '.join(args)}: still measuring after 20 s")
+        return
+    first = run.stderr.splitlines()[0] if run.stderr else ""
+    missing = [w for w in wanted if w not in first]
+    if run.returncode != 2 or missing or "usage:" not in run.stderr or "measurement" in run.stdout:
+        problems.append(f"{program.split('/')[-1]} {' '.join(args)}: exit {run.returncode}, "
+                        f"stderr {run.stderr.strip()[:300]!r} (wanted {wanted} on its first line)")
+
+
+refused(modules, ["--threads", "abc"], "cuctx-bench-modules:", "bad value 'abc' for --threads")
+refused(modules, ["--threads", "1025"], "bad value '1025' for --threads", "1 to 1024")
+refused(modules, ["--hits", "100", "--foo"], "unknown option --foo")
+refused(modules, ["--threads"], "--threads needs a value")
+refused(contexts, ["--iterations", "1"], "cuctx-bench-contexts:", "bad value '1' for --iterations")
+refused(contexts, ["--rounds", "2"], "bad value '2' for --rounds")
+refused(contexts, ["--threads", "100000"], "bad value '100000' for --threads")
+refused(contexts, ["stray"], "unexpected word 'stray'")
+refused(switching, ["--window-ms", "1"], "cuctx-bench-switching:", "bad value '1' for --window-ms")
+refused(switching, ["--threads", "2000"], "bad value '2000' for --threads")
+refused(switching, ["--iterations", "300"], "bad value '300' for --iterations")
+refused(switching, ["--thread-rounds", "5"], "bad value '5' for --thread-rounds")
+refused(anatomy, ["--bogus"], "cuctx-bench-guard-anatomy:", "unknown option --bogus")
+refused(anatomy, ["threads"], "unexpected word 'threads'")
+refused(anatomy, ["--sweep", "now"], "unexpected word 'now' after --sweep")
+refused(anatomy, ["--threads", "5000"], "bad value '5000' for --threads")
+refused(anatomy, ["--threads", "16", "3"], "bad value '3' for --threads")
+refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
+
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print("every bad command line refused naming what was wrong")
