@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -204,6 +205,18 @@ inline bool parseFlags(const char* tool, int argc, char** argv, std::initializer
 /// The most threads a benchmark's --threads takes: beyond it the system runs out of threads or memory
 /// before the measurement says anything.
 inline constexpr long long kMaxThreads = 1024;
+
+/// What a benchmark's main does with an exception from its measurements (a thread the system refused,
+/// a driver call that failed): prints the rows it finished, if any, says why it stopped on stderr, and
+/// gives the exit status, 1.
+inline int stopped(const char* tool, const std::vector<Row>& rows, bool csv, const std::exception& e)
+{
+    if (!rows.empty())
+        print(rows, csv);
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: stopped: %s\n", tool, e.what());
+    return 1;
+}
 
 /// Whether the driver is there to measure; says why not (on stderr) when it is not.
 inline bool driverReady(const char* tool)

@@ -19,6 +19,7 @@
 #include "measure.hpp"
 
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -52,29 +53,33 @@ int main(int argc, char** argv)
     }
     if (!driverReady("cuctx-bench-contexts"))
         return 77;
-    const cuctx::Device device = cuctx::Device::get(0);
-    cuctx::Context home = cuctx::Context::create(device);  // current underneath, as in a real program
-    cuctx::Context other = cuctx::Context::create(device); // what the switching guard enters
     std::vector<Row> rows;
+    try {
+        const cuctx::Device device = cuctx::Device::get(0);
+        cuctx::Context home = cuctx::Context::create(device);  // current underneath, as in a real program
+        cuctx::Context other = cuctx::Context::create(device); // what the switching guard enters
 
-    const GuardCosts g = measureGuards(home, other, o.iterations, o.rounds);
-    rows.push_back({"guard that switches (1 thread)", ns(g.rawPair), ns(g.switching), g.switchingRatio,
-                    "<= 1.05x raw pair", g.switchingRatio <= 1.05});
-    rows.push_back({"guard on the current context", ns(g.rawPairAgain), ns(g.elided), g.elidedSpeedup, "<= 3 ns",
-                    g.elided <= 3.0});
-    rows.push_back({"cuCtxGetCurrent (reference)", ns(g.getCurrent), ns(g.elidedAgain), g.getCurrent / g.elidedAgain,
-                    "(none)", true});
+        const GuardCosts g = measureGuards(home, other, o.iterations, o.rounds);
+        rows.push_back({"guard that switches (1 thread)", ns(g.rawPair), ns(g.switching), g.switchingRatio,
+                        "<= 1.05x raw pair", g.switchingRatio <= 1.05});
+        rows.push_back({"guard on the current context", ns(g.rawPairAgain), ns(g.elided), g.elidedSpeedup, "<= 3 ns",
+                        g.elided <= 3.0});
+        rows.push_back({"cuCtxGetCurrent (reference)", ns(g.getCurrent), ns(g.elidedAgain),
+                        g.getCurrent / g.elidedAgain, "(none)", true});
 
-    const SharedCosts shared = measureShared(home, o.threads, o.tasks, false);
-    const std::string name = std::to_string(o.threads) + " threads, 1 shared context";
-    rows.push_back({name, mops(shared.raw), mops(shared.cuctx), shared.cuctx / shared.raw, ">= 3000 Mops/s",
-                    shared.cuctx >= 3000e6});
+        const SharedCosts shared = measureShared(home, o.threads, o.tasks, false);
+        const std::string name = std::to_string(o.threads) + " threads, 1 shared context";
+        rows.push_back({name, mops(shared.raw), mops(shared.cuctx), shared.cuctx / shared.raw, ">= 3000 Mops/s",
+                        shared.cuctx >= 3000e6});
 
-    if (!o.csv)
-        std::printf("cuctx-bench-contexts: %s, driver %d, %d pairs of runs of %ld iterations, %d threads x %ld tasks, "
-                    "asymmetric fence: %s, single-thread runs %s\n\n",
-                    device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.tasks,
-                    cuctx::detail::fenceModeName(), g.pinned ? "pinned to one CPU" : "not pinned");
+        if (!o.csv)
+            std::printf("cuctx-bench-contexts: %s, driver %d, %d pairs of runs of %ld iterations, %d threads x %ld "
+                        "tasks, asymmetric fence: %s, single-thread runs %s\n\n",
+                        device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.tasks,
+                        cuctx::detail::fenceModeName(), g.pinned ? "pinned to one CPU" : "not pinned");
+    } catch (const std::exception& e) {
+        return stopped("cuctx-bench-contexts", rows, o.csv, e);
+    }
     print(rows, o.csv);
     return 0;
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
 #include <system_error>
@@ -531,6 +532,11 @@ int main(int argc, char** argv)
     }
     if (!bench::driverReady("cuctx-bench-guard-anatomy"))
         return 77;
-    run(mode);
+    try {
+        run(mode);
+    } catch (const std::exception& e) {
+        // A thread the system refused, a driver call that failed: what is printed so far stays.
+        return bench::stopped("cuctx-bench-guard-anatomy", {}, false, e);
+    }
     return 0;
 }

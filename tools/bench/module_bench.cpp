@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -70,62 +71,67 @@ int main(int argc, char** argv)
     }
     if (!driverReady("cuctx-bench-modules"))
         return 77;
-    // The PTX to load: a file, or an empty kernel of our own.
-    std::string ptx = kEmptyKernelPtx;
-    if (!o.ptx.empty()) {
-        std::ifstream in(o.ptx, std::ios::binary);
-        if (!in) {
-            std::fprintf(stderr, "cuctx-bench-modules: cannot read %s\n", o.ptx.c_str());
-            return 2;
-        }
-        ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    }
-    const cuctx::Device device = cuctx::Device::get(0);
-    cuctx::Context ctx = cuctx::Context::create(device);
-    const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
-    const cuctx::Function empty = cuctx::Module::cached(ctx, bytes, {}, "bench").function("empty");
     std::vector<Row> rows;
+    try {
+        // The PTX to load: a file, or an empty kernel of our own.
+        std::string ptx = kEmptyKernelPtx;
+        if (!o.ptx.empty()) {
+            std::ifstream in(o.ptx, std::ios::binary);
+            if (!in) {
+                std::fprintf(stderr, "cuctx-bench-modules: cannot read %s\n", o.ptx.c_str());
+                return 2;
+            }
+            ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        }
+        const cuctx::Device device = cuctx::Device::get(0);
+        cuctx::Context ctx = cuctx::Context::create(device);
+        const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
+        const cuctx::Function empty = cuctx::Module::cached(ctx, bytes, {}, "bench").function("empty");
 
-    const LaunchCosts l = measureLaunch(ctx, empty, o.launches, o.batch);
-    const auto launches = static_cast<double>(l.launches);
-    rows.push_back({"empty-kernel launch (enqueue)", ns(l.raw), ns(l.cuctx), l.ratio, "<= 1.02x raw", l.ratio <= 1.02});
+        const LaunchCosts l = measureLaunch(ctx, empty, o.launches, o.batch);
+        const auto launches = static_cast<double>(l.launches);
+        rows.push_back(
+            {"empty-kernel launch (enqueue)", ns(l.raw), ns(l.cuctx), l.ratio, "<= 1.02x raw", l.ratio <= 1.02});
 
-    const CacheCosts c = measureModuleCache(ctx, bytes, o.hits, o.loads);
-    char us[32];
-    std::snprintf(us, sizeof us, "%.3f us", c.hit / 1000);
-    char loadUs[32];
-    std::snprintf(loadUs, sizeof loadUs, "%.1f us", c.load / 1000);
-    rows.push_back({"module cache hit vs load again", loadUs, us, c.load / c.hit, "<= 1 us, >= 50x faster",
-                    c.hit <= 1000 && c.load / c.hit >= 50});
+        const CacheCosts c = measureModuleCache(ctx, bytes, o.hits, o.loads);
+        char us[32];
+        std::snprintf(us, sizeof us, "%.3f us", c.hit / 1000);
+        char loadUs[32];
+        std::snprintf(loadUs, sizeof loadUs, "%.1f us", c.load / 1000);
+        rows.push_back({"module cache hit vs load again", loadUs, us, c.load / c.hit, "<= 1 us, >= 50x faster",
+                        c.hit <= 1000 && c.load / c.hit >= 50});
 
-    for (const std::size_t kib : {std::size_t{1}, std::size_t{64}, std::size_t{1024}, std::size_t{16} * 1024}) {
-        if (kib > o.maxImageKib)
-            break;
-        const ImageCacheCosts m = measureImageCache(ctx, kib * 1024, o.hits, std::max(1, o.threads));
-        const std::string size = kib < 1024 ? std::to_string(kib) + " KiB" : std::to_string(kib / 1024) + " MiB";
-        rows.push_back({"image cache hit, " + size + " PTX", ns(m.spanHit), ns(m.imageHit), m.spanHit / m.imageHit,
-                        "<= 100 ns", m.imageHit <= 100});
-        // The target is 10x for 16 threads; other thread counts get the same share of theirs.
-        const double scaling = m.scaling;
-        const double wanted = 10.0 * std::max(1, o.threads) / 16;
-        char target[32];
-        std::snprintf(target, sizeof target, ">= %.3gx one thread", wanted);
-        rows.push_back({"  " + std::to_string(o.threads) + " threads at once, " + size, mops(m.oneThread),
-                        mops(m.manyThreads), scaling, target, scaling >= wanted});
+        for (const std::size_t kib : {std::size_t{1}, std::size_t{64}, std::size_t{1024}, std::size_t{16} * 1024}) {
+            if (kib > o.maxImageKib)
+                break;
+            const ImageCacheCosts m = measureImageCache(ctx, kib * 1024, o.hits, std::max(1, o.threads));
+            const std::string size = kib < 1024 ? std::to_string(kib) + " KiB" : std::to_string(kib / 1024) + " MiB";
+            rows.push_back({"image cache hit, " + size + " PTX", ns(m.spanHit), ns(m.imageHit), m.spanHit / m.imageHit,
+                            "<= 100 ns", m.imageHit <= 100});
+            // The target is 10x for 16 threads; other thread counts get the same share of theirs.
+            const double scaling = m.scaling;
+            const double wanted = 10.0 * std::max(1, o.threads) / 16;
+            char target[32];
+            std::snprintf(target, sizeof target, ">= %.3gx one thread", wanted);
+            rows.push_back({"  " + std::to_string(o.threads) + " threads at once, " + size, mops(m.oneThread),
+                            mops(m.manyThreads), scaling, target, scaling >= wanted});
+        }
+
+        // The same windows with nothing shared: what this machine gives 16 threads at most.
+        const double ceiling = unsharedScaling(std::max(1, o.threads), o.hits);
+        rows.push_back({"  " + std::to_string(o.threads) + " threads, nothing shared", "", "", ceiling,
+                        "(this machine's ceiling)", true});
+
+        if (!o.csv) {
+            const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");
+            std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches a side in paired batches of %ld, %ld cache "
+                        "hits, median of %d loads (driver disk cache %s)\n\n",
+                        device.name().c_str(), cuctx::Driver::version(), launches, o.batch, o.hits, o.loads,
+                        cacheOff != nullptr && std::string(cacheOff) == "1" ? "DISABLED" : "enabled");
+        }
+        print(rows, o.csv);
+        return 0;
+    } catch (const std::exception& e) {
+        return stopped("cuctx-bench-modules", rows, o.csv, e);
     }
-
-    // The same windows with nothing shared: what this machine gives 16 threads at most.
-    const double ceiling = unsharedScaling(std::max(1, o.threads), o.hits);
-    rows.push_back({"  " + std::to_string(o.threads) + " threads, nothing shared", "", "", ceiling,
-                    "(this machine's ceiling)", true});
-
-    if (!o.csv) {
-        const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");
-        std::printf("cuctx-bench-modules: %s, driver %d, %.0f launches a side in paired batches of %ld, %ld cache "
-                    "hits, median of %d loads (driver disk cache %s)\n\n",
-                    device.name().c_str(), cuctx::Driver::version(), launches, o.batch, o.hits, o.loads,
-                    cacheOff != nullptr && std::string(cacheOff) == "1" ? "DISABLED" : "enabled");
-    }
-    print(rows, o.csv);
-    return 0;
 }

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -195,8 +196,14 @@ int ranks(std::vector<Row>& rows)
 
 int main(int argc, char** argv)
 {
-    if (argc == 2 && std::strcmp(argv[1], "--rank-worker") == 0)
-        return rankWorker();
+    if (argc == 2 && std::strcmp(argv[1], "--rank-worker") == 0) {
+        try {
+            return rankWorker();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "cuctx-bench-multi-gpu --rank-worker: stopped: %s\n", e.what());
+            return 1;
+        }
+    }
     Options o;
     if (!parseFlags(
             "cuctx-bench-multi-gpu", argc, argv,
@@ -206,33 +213,37 @@ int main(int argc, char** argv)
     }
     if (!driverReady("cuctx-bench-multi-gpu"))
         return 77;
-    const int n = Device::count();
     std::vector<Row> rows;
-    // Processes first: this parent has touched no device yet, as a launcher would not.
-    const int rankFailures = ranks(rows);
+    try {
+        const int n = Device::count();
+        // Processes first: this parent has touched no device yet, as a launcher would not.
+        const int rankFailures = ranks(rows);
 
-    bool copiesCorrect = true;
-    peerCopies(o, rows, copiesCorrect);
+        bool copiesCorrect = true;
+        peerCopies(o, rows, copiesCorrect);
 
-    std::vector<Context> all;
-    for (const Device& d : Device::all())
-        all.push_back(Context::primary(d));
-    std::vector<std::vector<float>> one, every;
-    const double t1 = spmd(o, {all.front()}, one);
-    const double tn = spmd(o, all, every);
-    bool same = true;
-    for (const auto& out : every)
-        same = same && out == one.front();
-    const double speedup = n * t1 / tn;
-    rows.push_back({"SPMD compute, " + std::to_string(n) + " GPU(s)" + (same ? "" : " WRONG DATA"),
-                    text("1 GPU %.1f ms", t1), text("all %.1f ms", tn), speedup,
-                    ">= " + text("%.2f", 0.95 * n) + " (0.95 x GPUs)", same && speedup >= 0.95 * n});
+        std::vector<Context> all;
+        for (const Device& d : Device::all())
+            all.push_back(Context::primary(d));
+        std::vector<std::vector<float>> one, every;
+        const double t1 = spmd(o, {all.front()}, one);
+        const double tn = spmd(o, all, every);
+        bool same = true;
+        for (const auto& out : every)
+            same = same && out == one.front();
+        const double speedup = n * t1 / tn;
+        rows.push_back({"SPMD compute, " + std::to_string(n) + " GPU(s)" + (same ? "" : " WRONG DATA"),
+                        text("1 GPU %.1f ms", t1), text("all %.1f ms", tn), speedup,
+                        ">= " + text("%.2f", 0.95 * n) + " (0.95 x GPUs)", same && speedup >= 0.95 * n});
 
-    if (!o.csv)
-        std::printf("cuctx-bench-multi-gpu: %d x %s, driver %d; peer copies of %zu MiB (best of %d), %d launches of "
-                    "%u FMA iterations per thread per GPU\n\n",
-                    n, Device::get(0).name().c_str(), Driver::version(), o.megabytes, o.copies, o.launches,
-                    o.iterations);
-    print(rows, o.csv);
-    return rankFailures == 0 && copiesCorrect && same ? 0 : 1;
+        if (!o.csv)
+            std::printf(
+                "cuctx-bench-multi-gpu: %d x %s, driver %d; peer copies of %zu MiB (best of %d), %d launches of "
+                "%u FMA iterations per thread per GPU\n\n",
+                n, Device::get(0).name().c_str(), Driver::version(), o.megabytes, o.copies, o.launches, o.iterations);
+        print(rows, o.csv);
+        return rankFailures == 0 && copiesCorrect && same ? 0 : 1;
+    } catch (const std::exception& e) {
+        return stopped("cuctx-bench-multi-gpu", rows, o.csv, e);
+    }
 }

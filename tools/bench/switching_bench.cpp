@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <random>
 #include <string>
@@ -308,53 +309,58 @@ int main(int argc, char** argv)
     }
     if (!driverReady("cuctx-bench-switching"))
         return 77;
-    const cuctx::Device device = cuctx::Device::get(0);
-    // Contexts 0-7 are created ones, 8 is the primary context; `home` stays current underneath, as
-    // in a real program.
-    cuctx::Context home = cuctx::Context::create(device);
-    std::vector<cuctx::Context> contexts;
-    for (int i = 0; i < 8; ++i)
-        contexts.push_back(cuctx::Context::create(device));
-    contexts.push_back(cuctx::Context::primary(device));
-    const std::size_t primary = 8;
-
-    const std::array patterns{
-        Pattern{"same context again", repeated({0})},
-        Pattern{"alternating two", repeated({0, 1})},
-        Pattern{"round-robin over four", repeated({0, 1, 2, 3})},
-        Pattern{"random over eight", shuffled(0, 8)},
-        Pattern{"primary and created mixed", repeated({primary, 0, primary, 1})},
-    };
     std::vector<Row> rows;
-    bool pinned = false;
-    {
-        cuctx::ContextBinding binding(home);
-        PinToCurrentCpu pin;
-        pinned = pin.pinned();
-        auto add = [&](const std::string& name, const Figures& f) {
-            rows.push_back({name, ns(f.cuctx.first), ns(f.cuctx.second), f.cuctx.ratio, "<= 1.05x raw pair",
-                            f.cuctx.ratio <= 1.05});
-            rows.push_back(
-                {"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)", true});
+    try {
+        const cuctx::Device device = cuctx::Device::get(0);
+        // Contexts 0-7 are created ones, 8 is the primary context; `home` stays current underneath, as
+        // in a real program.
+        cuctx::Context home = cuctx::Context::create(device);
+        std::vector<cuctx::Context> contexts;
+        for (int i = 0; i < 8; ++i)
+            contexts.push_back(cuctx::Context::create(device));
+        contexts.push_back(cuctx::Context::primary(device));
+        const std::size_t primary = 8;
+
+        const std::array patterns{
+            Pattern{"same context again", repeated({0})},
+            Pattern{"alternating two", repeated({0, 1})},
+            Pattern{"round-robin over four", repeated({0, 1, 2, 3})},
+            Pattern{"random over eight", shuffled(0, 8)},
+            Pattern{"primary and created mixed", repeated({primary, 0, primary, 1})},
         };
-        for (const Pattern& p : patterns)
-            add(p.name, comparePattern(contexts, p.sequence, o));
-        add("nested three deep", compareNested(contexts, o));
+        bool pinned = false;
+        {
+            cuctx::ContextBinding binding(home);
+            PinToCurrentCpu pin;
+            pinned = pin.pinned();
+            auto add = [&](const std::string& name, const Figures& f) {
+                rows.push_back({name, ns(f.cuctx.first), ns(f.cuctx.second), f.cuctx.ratio, "<= 1.05x raw pair",
+                                f.cuctx.ratio <= 1.05});
+                rows.push_back(
+                    {"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)", true});
+            };
+            for (const Pattern& p : patterns)
+                add(p.name, comparePattern(contexts, p.sequence, o));
+            add("nested three deep", compareNested(contexts, o));
+        }
+        for (std::size_t k : {2, 4, 8}) {
+            const std::vector<cuctx::Context> shared(contexts.begin(), contexts.begin() + static_cast<long>(k));
+            const ThreadFigures f = compareThreads(shared, o);
+            rows.push_back({std::to_string(o.threads) + " threads over " + std::to_string(k) + " contexts", mops(f.raw),
+                            mops(f.guarded), f.ratio.median, "not shown below raw", f.ratio.high >= 1.0, f.ratio.low,
+                            f.ratio.high});
+            rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)",
+                            true, f.floorRatio.low, f.floorRatio.high});
+        }
+        if (!o.csv)
+            std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads "
+                        "in windows of %ld ms, single-thread runs %s; ns per context entered\n\n",
+                        device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.windowMs,
+                        pinned ? "pinned to one CPU" : "not pinned");
+    } catch (const std::exception& e) {
+        // A thread the system refused, a driver call that failed: the rows finished so far, and why.
+        return stopped("cuctx-bench-switching", rows, o.csv, e);
     }
-    for (std::size_t k : {2, 4, 8}) {
-        const std::vector<cuctx::Context> shared(contexts.begin(), contexts.begin() + static_cast<long>(k));
-        const ThreadFigures f = compareThreads(shared, o);
-        rows.push_back({std::to_string(o.threads) + " threads over " + std::to_string(k) + " contexts", mops(f.raw),
-                        mops(f.guarded), f.ratio.median, "not shown below raw", f.ratio.high >= 1.0, f.ratio.low,
-                        f.ratio.high});
-        rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)", true,
-                        f.floorRatio.low, f.floorRatio.high});
-    }
-    if (!o.csv)
-        std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads in "
-                    "windows of %ld ms, single-thread runs %s; ns per context entered\n\n",
-                    device.name().c_str(), cuctx::Driver::version(), o.rounds, o.iterations, o.threads, o.windowMs,
-                    pinned ? "pinned to one CPU" : "not pinned");
     print(rows, o.csv);
     return 0;
 }
