@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Out of memory: every allocation that making a context makes fails once, in turn (std::bad_alloc
-// from this program's operator new). The call must throw, and leave nothing behind: no context alive
-// in the driver, nothing in cuctx's registry or its object counts, the thread's stack as it was. A
-// program of its own (cuctx-oom-tests), so that the replaced allocation functions stay out of the
-// other tests' way.
+// from this program's operator new, replaced_new.cpp). The call must throw, and leave nothing behind:
+// no context alive in the driver, nothing in cuctx's registry or its object counts, the thread's stack
+// as it was. A program of its own (cuctx-oom-tests), so that the replaced allocation functions stay
+// out of the other tests' way.
 
 #include <catch2/catch.hpp>
 
 #include "fake_driver.hpp"
+#include "replaced_new.hpp"
 
 #include "context/context_state.hpp"
 #include "cuctx/cuctx.hpp"
 #include "driver/driver_state.hpp"
 
 #include <atomic>
-#include <cstdlib>
 #include <new>
 #include <ostream>
 #include <string>
@@ -25,7 +25,9 @@ namespace {
 // test runs on this one), but not the fake driver's.
 std::atomic<long> g_countdown{0};
 
-bool failThisOne() noexcept
+} // namespace
+
+bool cuctx_test_fail_allocation() noexcept
 {
     if (cuctx_fake_inside_call() != 0)
         return false; // the fake driver's own: the real driver allocates no C++ memory
@@ -34,118 +36,6 @@ bool failThisOne() noexcept
         if (g_countdown.compare_exchange_weak(n, n - 1, std::memory_order_relaxed))
             return n == 1;
     return false;
-}
-
-void* allocate(std::size_t size, std::size_t alignment)
-{
-    if (failThisOne())
-        throw std::bad_alloc();
-    size = size == 0 ? 1 : size;
-    void* p = alignment <= alignof(std::max_align_t)
-                  ? std::malloc(size)
-                  : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
-    if (p == nullptr)
-        throw std::bad_alloc();
-    return p;
-}
-
-void* allocateOrNull(std::size_t size, std::size_t alignment) noexcept
-{
-    try {
-        return allocate(size, alignment);
-    } catch (const std::bad_alloc&) {
-        return nullptr;
-    }
-}
-
-} // namespace
-
-// Every replaceable form, so that each allocation and its release meet in malloc and free (the
-// sanitizers check that they pair). The sized forms are declared first: <new> leaves them out where
-// the compiler does not use sized deallocation (clang 14's default).
-void operator delete(void* p, std::size_t) noexcept;
-void operator delete[](void* p, std::size_t) noexcept;
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept;
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept;
-void* operator new(std::size_t size)
-{
-    return allocate(size, alignof(std::max_align_t));
-}
-void* operator new[](std::size_t size)
-{
-    return allocate(size, alignof(std::max_align_t));
-}
-void* operator new(std::size_t size, std::align_val_t alignment)
-{
-    return allocate(size, static_cast<std::size_t>(alignment));
-}
-void* operator new[](std::size_t size, std::align_val_t alignment)
-{
-    return allocate(size, static_cast<std::size_t>(alignment));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
-{
-    return allocateOrNull(size, alignof(std::max_align_t));
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
-{
-    return allocateOrNull(size, alignof(std::max_align_t));
-}
-void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
-{
-    return allocateOrNull(size, static_cast<std::size_t>(alignment));
-}
-void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
-{
-    return allocateOrNull(size, static_cast<std::size_t>(alignment));
-}
-void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept
-{
-    std::free(p);
 }
 
 namespace {
