@@ -136,11 +136,16 @@ private:
     std::atomic<bool> failed_{false};
 };
 
-// What aggregateOps and windowRate throw when the system refuses thread `started` + 1 of `threads`.
-std::system_error threadRefused(const std::system_error& e, std::size_t started, int threads)
+// What aggregateOps and windowRate throw when thread `started` + 1 of `threads` could not be made: the
+// system refused it (std::system_error, whose code is kept) or its state could not be allocated
+// (std::bad_alloc: not_enough_memory). A std::system_error either way, which cuctx-inspect reports as a
+// lack of resources.
+std::system_error threadRefused(const std::exception& e, std::size_t started, int threads)
 {
-    return {e.code(), "could not start thread " + std::to_string(started + 1) + " of " + std::to_string(threads) +
-                          " (use fewer threads, or raise the limit)"};
+    const auto* refused = dynamic_cast<const std::system_error*>(&e);
+    return {refused != nullptr ? refused->code() : std::make_error_code(std::errc::not_enough_memory),
+            "could not start thread " + std::to_string(started + 1) + " of " + std::to_string(threads) +
+                " (use fewer threads, or raise the limit)"};
 }
 
 void checked(CUresult r, const char* call)
@@ -290,8 +295,8 @@ double aggregateOps(int threads, long tasks, const std::function<void()>& setUp,
                         start.arrive_and_drop();
                 }
             });
-    } catch (const std::system_error& e) {
-        // The system refused a thread: release the ones waiting at the barrier, join them, and say so
+    } catch (const std::exception& e) {
+        // A thread was not made: release the ones waiting at the barrier, join them, and say so
         // (destroying a joinable std::thread would end the process in std::terminate).
         abandoned.store(true);
         for (std::size_t missing = pool.size(); missing < static_cast<std::size_t>(threads); ++missing)
@@ -349,7 +354,7 @@ double windowRate(int threads, double seconds, long perBatch, const std::functio
                         ready.fetch_add(1);
                 }
             });
-    } catch (const std::system_error& e) {
+    } catch (const std::exception& e) {
         // As in aggregateOps: the threads started leave at once; join them, and say so.
         stop.store(true);
         go.store(true);
