@@ -18,6 +18,7 @@
 #include "cuctx/cuctx.hpp"
 #include "measure.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -65,7 +66,7 @@ int main(int argc, char** argv)
         rows.push_back({"guard on the current context", ns(g.rawPairAgain), ns(g.elided), g.elidedSpeedup, "<= 3 ns",
                         g.elided <= 3.0});
         rows.push_back({"cuCtxGetCurrent (reference)", ns(g.getCurrent), ns(g.elidedAgain),
-                        g.getCurrent / g.elidedAgain, "(none)", true});
+                        g.getCurrent / g.elidedAgain, "(none)", std::isfinite(g.getCurrent / g.elidedAgain)});
 
         const SharedCosts shared = measureShared(home, o.threads, o.tasks, false);
         const std::string name = std::to_string(o.threads) + " threads, 1 shared context";

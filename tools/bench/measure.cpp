@@ -177,10 +177,14 @@ MedianInterval medianInterval(std::vector<double> numbers)
             break;
         k = i + 1;
     }
+    // With fewer than 6 values no order statistic bounds the median at 95% (even the extremes cover it
+    // with 1 - 2^(1-n), 94% for 5): no interval, so that a verdict on it fails rather than rest on 1-5
+    // values that the rounds left.
+    constexpr double none = std::numeric_limits<double>::quiet_NaN();
     MedianInterval m;
     m.median = middleOf(values);
-    m.low = values[k == 0 ? 0 : k - 1];
-    m.high = values[k == 0 ? n - 1 : n - k];
+    m.low = k == 0 ? none : values[k - 1];
+    m.high = k == 0 ? none : values[n - k];
     return m;
 }
 
@@ -407,7 +411,9 @@ Scaling measureScaling(int threads, double seconds, int rounds, long perBatch, c
         }
         s.one = std::max(s.one, one);
         s.many = std::max(s.many, many);
-        ratios.push_back(many / std::max(one, 1e-9));
+        // A lone thread that finished no batch in its window gives no ratio (left out of the median), not
+        // one over a rate of nearly 0 that passes any verdict.
+        ratios.push_back(one > 0 ? many / one : std::numeric_limits<double>::quiet_NaN());
     }
     s.ratio = median(std::move(ratios));
     return s;

@@ -28,6 +28,7 @@
 #include "measure.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -120,7 +121,7 @@ int main(int argc, char** argv)
         // The same windows with nothing shared: what this machine gives 16 threads at most.
         const double ceiling = unsharedScaling(std::max(1, o.threads), o.hits);
         rows.push_back({"  " + std::to_string(o.threads) + " threads, nothing shared", "", "", ceiling,
-                        "(this machine's ceiling)", true});
+                        "(this machine's ceiling)", std::isfinite(ceiling)});
 
         if (!o.csv) {
             const char* cacheOff = std::getenv("CUDA_CACHE_DISABLE");

@@ -25,6 +25,7 @@
 #include "measure.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -336,8 +337,8 @@ int main(int argc, char** argv)
             auto add = [&](const std::string& name, const Figures& f) {
                 rows.push_back({name, ns(f.cuctx.first), ns(f.cuctx.second), f.cuctx.ratio, "<= 1.05x raw pair",
                                 f.cuctx.ratio <= 1.05});
-                rows.push_back(
-                    {"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio, "(none)", true});
+                rows.push_back({"  minimal guard (floor)", ns(f.floor.first), ns(f.floor.second), f.floor.ratio,
+                                "(none)", std::isfinite(f.floor.ratio)});
             };
             for (const Pattern& p : patterns)
                 add(p.name, comparePattern(contexts, p.sequence, o));
@@ -350,7 +351,7 @@ int main(int argc, char** argv)
                             mops(f.guarded), f.ratio.median, "not shown below raw", f.ratio.high >= 1.0, f.ratio.low,
                             f.ratio.high});
             rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)",
-                            true, f.floorRatio.low, f.floorRatio.high});
+                            std::isfinite(f.floorRatio.median), f.floorRatio.low, f.floorRatio.high});
         }
         if (!o.csv)
             std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads "
