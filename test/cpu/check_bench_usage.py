@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Each benchmark names the flag or word it refuses, and stops cleanly when a measurement fails.
 
-usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY
+usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY PIPELINE MULTI_GPU
 
 A bad command line must end in exit status 2, before anything is measured, with a line on stderr
 that names what was wrong (the flag, its value, the unknown word) and the usage message. Then
@@ -15,7 +15,7 @@ import resource
 import subprocess
 import sys
 
-contexts, switching, modules, anatomy = sys.argv[1:5]
+contexts, switching, modules, anatomy, pipeline, multi_gpu = sys.argv[1:7]
 refused_thread = os.environ.get("CUCTX_TEST_SANITIZE", "none") != "thread"
 problems = []
 
@@ -51,6 +51,14 @@ refused(anatomy, ["--sweep", "now"], "unexpected word 'now' after --sweep")
 refused(anatomy, ["--threads", "5000"], "bad value '5000' for --threads")
 refused(anatomy, ["--threads", "16", "3"], "bad value '3' for --threads")
 refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
+refused(anatomy, ["--threads", "16", "2", "1000001"], "bad value '1000001' for --threads", "6 to 1000000")
+# Counts that would overflow what they feed (2^stages in 32 bits, megabytes << 20, an image's bytes).
+refused(pipeline, ["--stages", "32"], "cuctx-bench-pipeline:", "bad value '32' for --stages", "1 to 31")
+refused(pipeline, ["--floats", "4611686018427387904"], "bad value '4611686018427387904' for --floats")
+refused(multi_gpu, ["--megabytes", "17592186044416"], "cuctx-bench-multi-gpu:", "for --megabytes")
+refused(modules, ["--launches", "9223372036854775807"], "bad value '9223372036854775807' for --launches")
+# One PTX file: a second word would silently replace the first.
+refused(modules, ["a.ptx", "b.ptx"], "unexpected word 'b.ptx'")
 
 if refused_thread:
     def huge_stacks():

@@ -334,6 +334,22 @@ TEST_CASE("A bad flag is named with its value", "[bench]")
     CHECK(flagErrorOf({"--csv", "--foo"}, threads, iterations, csv) == "unknown option --foo");
     CHECK(flagErrorOf({"extra"}, threads, iterations, csv) == "unexpected word 'extra'");
     CHECK(flagErrorOf({"--iterations"}, threads, iterations, csv) == "--iterations needs a value");
+    CHECK(flagErrorOf({"--threads", "99999999999999999999"}, threads, iterations, csv) ==
+          "bad value '99999999999999999999' for --threads (1 to 1024)");
     CHECK(threads == 1024); // a refused value leaves the target as it was
     CHECK(iterations == 2000);
+}
+
+TEST_CASE("One word beside the flags at most: a second is refused, not taken over the first", "[bench]")
+{
+    bool csv = false;
+    std::string ptx;
+    std::vector<std::string> words{"a.ptx", "--csv", "b.ptx"};
+    std::vector<char*> argv{const_cast<char*>("cuctx-bench-test")};
+    for (std::string& w : words)
+        argv.push_back(w.data());
+    CHECK(cuctx::bench::flagError(static_cast<int>(argv.size()), argv.data(), {{"--csv", &csv}}, &ptx) ==
+          "unexpected word 'b.ptx'");
+    CHECK(ptx == "a.ptx");
+    CHECK(cuctx::bench::flagError(2, argv.data(), {{"--csv", &csv}}, &ptx).empty());
 }

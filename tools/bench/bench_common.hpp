@@ -137,13 +137,14 @@ struct Flag {
 };
 
 /// What is wrong with argv for `flags`, empty where nothing is: "unknown option --foo", "--threads
-/// needs a value", "bad value 'abc' for --threads" (with the range where the flag has one). A word
-/// that is no flag goes to `positional` where one is given. A number must be a whole one within its
-/// flag's range (1 and up unless the flag says otherwise) that its target holds: "0", "-5", "12x" and
-/// one too large for the target are refused.
+/// needs a value", "bad value 'abc' for --threads" (with the range where the flag has one). One word
+/// that is no flag goes to `positional` where one is given; a second is refused. A number must be a
+/// whole one within its flag's range (1 and up unless the flag says otherwise) that its target holds:
+/// "0", "-5", "12x" and one too large for the target are refused.
 inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> flags,
                              std::string* positional = nullptr)
 {
+    bool tookPositional = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const Flag* flag = nullptr;
@@ -151,9 +152,11 @@ inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> 
             if (arg == f.name)
                 flag = &f;
         if (flag == nullptr) {
-            if (positional == nullptr || arg.empty() || arg[0] == '-')
+            // One word at most: a second would silently replace the first.
+            if (positional == nullptr || tookPositional || arg.empty() || arg[0] == '-')
                 return arg.starts_with("-") ? "unknown option " + arg : "unexpected word '" + arg + "'";
             *positional = arg;
+            tookPositional = true;
             continue;
         }
         if (bool* const* b = std::get_if<bool*>(&flag->target)) {

@@ -416,7 +416,7 @@ struct Mode {
 };
 
 constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024] "
-                               "[contexts 1, 2, 4 or 8] [rounds, 6 or more] [code]]\n";
+                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code]]\n";
 
 // `mode` from argv; what is wrong with it, empty where nothing is.
 std::string parseMode(int argc, char** argv, Mode& mode)
@@ -449,7 +449,7 @@ std::string parseMode(int argc, char** argv, Mode& mode)
         (mode.contexts != 1 && mode.contexts != 2 && mode.contexts != 4 && mode.contexts != 8))
         return "bad value '" + std::string(argv[3]) + "' for --threads (contexts, 1, 2, 4 or 8)";
     if (!number(4, mode.rounds, 6, 1'000'000))
-        return "bad value '" + std::string(argv[4]) + "' for --threads (rounds, 6 or more)";
+        return "bad value '" + std::string(argv[4]) + "' for --threads (rounds, 6 to 1000000)";
     if (argc > 5) {
         if (std::strcmp(argv[5], "code") != 0)
             return "unexpected word '" + std::string(argv[5]) + "' after --threads' rounds (only 'code' may follow)";

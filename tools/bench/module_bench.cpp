@@ -58,12 +58,13 @@ int main(int argc, char** argv)
 {
     Options o;
     if (!parseFlags("cuctx-bench-modules", argc, argv,
-                    {{"--launches", &o.launches},
-                     {"--batch", &o.batch},
-                     {"--hits", &o.hits},
-                     {"--loads", &o.loads},
+                    // Bounded so that the counts and the image's bytes cannot overflow.
+                    {{"--launches", &o.launches, 1, 1'000'000'000},
+                     {"--batch", &o.batch, 1, 1'000'000},
+                     {"--hits", &o.hits, 1, 1'000'000'000},
+                     {"--loads", &o.loads, 1, 1'000'000},
                      {"--threads", &o.threads, 1, kMaxThreads},
-                     {"--max-image-kib", &o.maxImageKib},
+                     {"--max-image-kib", &o.maxImageKib, 1, 1 << 20},
                      {"--csv", &o.csv}},
                     &o.ptx)) {
         std::fprintf(stderr, "usage: cuctx-bench-modules [--launches N] [--batch N] [--hits N] [--loads N] "

@@ -15,7 +15,8 @@
 //
 // The pipeline over all GPUs is cuctx-bench-pipeline --stages N (stage k on device k mod N).
 //
-// usage: cuctx-bench-multi-gpu [--megabytes N] [--copies N] [--launches N] [--csv]
+// usage: cuctx-bench-multi-gpu [--megabytes N, 1-1048576] [--copies N, 1-1000000] [--launches N, 1-1000000]
+//                              [--csv]
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
@@ -205,10 +206,14 @@ int main(int argc, char** argv)
         }
     }
     Options o;
-    if (!parseFlags(
-            "cuctx-bench-multi-gpu", argc, argv,
-            {{"--megabytes", &o.megabytes}, {"--copies", &o.copies}, {"--launches", &o.launches}, {"--csv", &o.csv}})) {
-        std::fprintf(stderr, "usage: cuctx-bench-multi-gpu [--megabytes N] [--copies N] [--launches N] [--csv]\n");
+    if (!parseFlags("cuctx-bench-multi-gpu", argc, argv,
+                    // Bounded so that the bytes (megabytes << 20) and the loops' counts cannot overflow.
+                    {{"--megabytes", &o.megabytes, 1, 1 << 20},
+                     {"--copies", &o.copies, 1, 1'000'000},
+                     {"--launches", &o.launches, 1, 1'000'000},
+                     {"--csv", &o.csv}})) {
+        std::fprintf(stderr, "usage: cuctx-bench-multi-gpu [--megabytes N, 1-1048576] [--copies N, 1-1000000] "
+                             "[--launches N, 1-1000000] [--csv]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-multi-gpu"))

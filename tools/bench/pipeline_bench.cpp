@@ -8,7 +8,8 @@
 // devices, so --stages N spreads a pipeline over N GPUs. The kernels come from
 // test/data/kernels.ptx (CUCTX_BENCH_PTX overrides where it is).
 //
-// usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]
+// usage: cuctx-bench-pipeline [--stages N, 1-31] [--items N, 1-1000000] [--floats N, 1-268435456]
+//                             [--repeats N, 1-1000000] [--csv]
 
 #include "bench_common.hpp"
 #include "cuctx/cuctx.hpp"
@@ -57,13 +58,15 @@ int main(int argc, char** argv)
 {
     Options o;
     if (!parseFlags("cuctx-bench-pipeline", argc, argv,
-                    {{"--stages", &o.stages},
-                     {"--items", &o.items},
-                     {"--floats", &o.floats},
-                     {"--repeats", &o.repeats},
+                    // Bounded where a count would overflow what it feeds: the expected value 2^stages in
+                    // 32 bits, the kernel's element count (unsigned) and the buffers' bytes, repeats + 1.
+                    {{"--stages", &o.stages, 1, 31},
+                     {"--items", &o.items, 1, 1'000'000},
+                     {"--floats", &o.floats, 1, 1 << 28},
+                     {"--repeats", &o.repeats, 1, 1'000'000},
                      {"--csv", &o.csv}})) {
-        std::fprintf(stderr,
-                     "usage: cuctx-bench-pipeline [--stages N] [--items N] [--floats N] [--repeats N] [--csv]\n");
+        std::fprintf(stderr, "usage: cuctx-bench-pipeline [--stages N, 1-31] [--items N, 1-1000000] "
+                             "[--floats N, 1-268435456] [--repeats N, 1-1000000] [--csv]\n");
         return 2;
     }
     if (!driverReady("cuctx-bench-pipeline"))
