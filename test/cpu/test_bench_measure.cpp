@@ -353,3 +353,15 @@ TEST_CASE("One word beside the flags at most: a second is refused, not taken ove
     CHECK(ptx == "a.ptx");
     CHECK(cuctx::bench::flagError(2, argv.data(), {{"--csv", &csv}}, &ptx).empty());
 }
+
+TEST_CASE("A CSV field is quoted where it holds a comma, a quote, a line break or an edge space", "[bench]")
+{
+    using cuctx::bench::csvField;
+    CHECK(csvField("same context again") == "same context again");
+    CHECK(csvField("") == "");
+    CHECK(csvField("16 threads, 1 shared context") == "\"16 threads, 1 shared context\"");
+    CHECK(csvField("  minimal guard (floor)") == "\"  minimal guard (floor)\"");
+    CHECK(csvField("<= 1 us, >= 50x faster") == "\"<= 1 us, >= 50x faster\"");
+    CHECK(csvField("a \"b\"") == "\"a \"\"b\"\"\"");
+    CHECK(csvField("two\nlines") == "\"two\nlines\"");
+}

@@ -89,13 +89,29 @@ struct Row {
     double high = std::numeric_limits<double>::quiet_NaN();
 };
 
+/// `text` as one CSV field (RFC 4180): quoted, its quotes doubled, where it holds a comma, a quote, a
+/// line break or a space at either end ("16 threads, 1 shared context", "  minimal guard (floor)").
+inline std::string csvField(const std::string& text)
+{
+    if (text.find_first_of(",\"\r\n") == std::string::npos &&
+        (text.empty() || (text.front() != ' ' && text.back() != ' ')))
+        return text;
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"')
+            quoted += '"';
+        quoted += c;
+    }
+    return quoted + '"';
+}
+
 inline void print(const std::vector<Row>& rows, bool csv)
 {
     if (csv) {
         std::printf("measurement,raw,cuctx,ratio,target,met,low,high\n");
         for (const Row& r : rows) {
-            std::printf("%s,%s,%s,%.3f,%s,%s,", r.name.c_str(), r.raw.c_str(), r.cuctx.c_str(), r.ratio,
-                        r.target.c_str(), r.met ? "yes" : "no");
+            std::printf("%s,%s,%s,%.3f,%s,%s,", csvField(r.name).c_str(), csvField(r.raw).c_str(),
+                        csvField(r.cuctx).c_str(), r.ratio, csvField(r.target).c_str(), r.met ? "yes" : "no");
             if (std::isnan(r.low))
                 std::printf(",\n");
             else
