@@ -302,12 +302,19 @@ TEST_CASE("Workers beyond the CPUs run on every CPU the process started with, no
 
 namespace {
 
-// flagError on the words after a program's name.
-std::string flagErrorOf(std::vector<std::string> words, int& threads, long& iterations, bool& csv)
+// argv of a program given `words` after its name (they must outlive it).
+std::vector<char*> argvOf(std::vector<std::string>& words)
 {
     std::vector<char*> argv{const_cast<char*>("cuctx-bench-test")};
     for (std::string& w : words)
         argv.push_back(w.data());
+    return argv;
+}
+
+// flagError on the words after a program's name.
+std::string flagErrorOf(std::vector<std::string> words, int& threads, long& iterations, bool& csv)
+{
+    std::vector<char*> argv = argvOf(words);
     return cuctx::bench::flagError(
         static_cast<int>(argv.size()), argv.data(),
         {{"--threads", &threads, 1, cuctx::bench::kMaxThreads}, {"--iterations", &iterations, 1000}, {"--csv", &csv}});
@@ -345,9 +352,7 @@ TEST_CASE("One word beside the flags at most: a second is refused, not taken ove
     bool csv = false;
     std::string ptx;
     std::vector<std::string> words{"a.ptx", "--csv", "b.ptx"};
-    std::vector<char*> argv{const_cast<char*>("cuctx-bench-test")};
-    for (std::string& w : words)
-        argv.push_back(w.data());
+    std::vector<char*> argv = argvOf(words);
     CHECK(cuctx::bench::flagError(static_cast<int>(argv.size()), argv.data(), {{"--csv", &csv}}, &ptx) ==
           "unexpected word 'b.ptx'");
     CHECK(ptx == "a.ptx");

@@ -182,16 +182,17 @@ inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> 
         if (i + 1 >= argc)
             return arg + " needs a value";
         const std::string_view text = argv[++i];
+        const long long low = std::max(flag->low, 1LL); // every count here is one
         const bool parsed = std::visit(
-            [text, flag](auto* t) {
+            [text, flag, low](auto* t) {
                 using T = std::remove_pointer_t<decltype(t)>;
                 if constexpr (std::is_same_v<T, bool>) {
                     return false;
                 } else {
                     T value{};
                     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-                    if (error != std::errc() || end != text.data() + text.size() ||
-                        std::cmp_less(value, std::max(flag->low, 1LL)) || std::cmp_greater(value, flag->high))
+                    if (error != std::errc() || end != text.data() + text.size() || std::cmp_less(value, low) ||
+                        std::cmp_greater(value, flag->high))
                         return false;
                     *t = value;
                     return true;
@@ -201,9 +202,9 @@ inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> 
         if (!parsed) {
             std::string error = "bad value '" + std::string(text) + "' for " + arg;
             if (flag->high != std::numeric_limits<long long>::max())
-                error += " (" + std::to_string(std::max(flag->low, 1LL)) + " to " + std::to_string(flag->high) + ")";
-            else if (flag->low > 1)
-                error += " (" + std::to_string(flag->low) + " or more)";
+                error += " (" + std::to_string(low) + " to " + std::to_string(flag->high) + ")";
+            else if (low > 1)
+                error += " (" + std::to_string(low) + " or more)";
             return error;
         }
     }

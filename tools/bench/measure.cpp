@@ -158,11 +158,10 @@ void checked(CUresult r, const char* call)
 
 MedianInterval medianInterval(std::vector<double> numbers)
 {
+    constexpr double none = std::numeric_limits<double>::quiet_NaN();
     const std::vector<double> values = sortedNumbers(std::move(numbers));
-    if (values.empty()) {
-        constexpr double none = std::numeric_limits<double>::quiet_NaN();
+    if (values.empty())
         return {none, none, none};
-    }
     const std::size_t n = values.size();
     // P(B < k) for B ~ Binomial(n, 1/2), summed term by term; each term from lgamma, since 2^-n
     // underflows from n = 1075.
@@ -180,7 +179,6 @@ MedianInterval medianInterval(std::vector<double> numbers)
     // With fewer than 6 values no order statistic bounds the median at 95% (even the extremes cover it
     // with 1 - 2^(1-n), 94% for 5): no interval, so that a verdict on it fails rather than rest on 1-5
     // values that the rounds left.
-    constexpr double none = std::numeric_limits<double>::quiet_NaN();
     MedianInterval m;
     m.median = middleOf(values);
     m.low = k == 0 ? none : values[k - 1];
