@@ -143,6 +143,20 @@ inline std::string mops(double v)
     return text;
 }
 
+/// Reads `text` into `value` where it is a whole number within `low`..`high` that `T` holds, and
+/// nothing else ("12x", "+5", " 5" are not); false, `value` untouched, otherwise.
+template <typename T>
+bool wholeNumberIn(std::string_view text, long long low, long long high, T& value)
+{
+    T parsed{};
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    if (error != std::errc() || end != text.data() + text.size() || std::cmp_less(parsed, low) ||
+        std::cmp_greater(parsed, high))
+        return false;
+    value = parsed;
+    return true;
+}
+
 /// A command-line flag: a number follows it, a bool stands alone. A number must lie within
 /// `low`..`high` (a count that makes no measurement below, a resource the system runs out of above).
 struct Flag {
@@ -189,13 +203,7 @@ inline std::string flagError(int argc, char** argv, std::initializer_list<Flag> 
                 if constexpr (std::is_same_v<T, bool>) {
                     return false;
                 } else {
-                    T value{};
-                    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-                    if (error != std::errc() || end != text.data() + text.size() || std::cmp_less(value, low) ||
-                        std::cmp_greater(value, flag->high))
-                        return false;
-                    *t = value;
-                    return true;
+                    return wholeNumberIn(text, low, flag->high, *t);
                 }
             },
             flag->target);

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -433,15 +432,7 @@ std::string parseMode(int argc, char** argv, Mode& mode)
     mode.what = Mode::What::threads;
     // The number at argv[at] into `value` where there is one; false where it is no number within low..high.
     auto number = [&](int at, int& value, int low, int high) {
-        if (argc <= at)
-            return true;
-        int parsed = 0;
-        const char* const end = argv[at] + std::strlen(argv[at]);
-        const auto [stop, error] = std::from_chars(argv[at], end, parsed);
-        if (error != std::errc() || stop != end || parsed < low || parsed > high)
-            return false;
-        value = parsed;
-        return true;
+        return argc <= at || bench::wholeNumberIn(argv[at], low, high, value);
     };
     if (!number(2, mode.threadCount, 1, static_cast<int>(bench::kMaxThreads)))
         return "bad value '" + std::string(argv[2]) + "' for --threads (threads, 1 to 1024)";
