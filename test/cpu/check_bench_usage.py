@@ -5,9 +5,10 @@ usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY PIPELINE MU
 
 A bad command line must end in exit status 2, before anything is measured, with a line on stderr
 that names what was wrong (the flag, its value, the unknown word) and the usage message. Then
-cuctx-bench-switching runs on the fake driver where the system refuses every thread (a default thread
-stack no mmap can give, as check_inspect.py does): it must print the single-thread rows it finished,
-say on stderr that a thread was refused and exit 1, not end in std::terminate. ThreadSanitizer cannot
+cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
+thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
+single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
+std::terminate. ThreadSanitizer cannot
 run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its build skips that part.
 """
 import os
@@ -64,12 +65,16 @@ if refused_thread:
     def huge_stacks():
         resource.setrlimit(resource.RLIMIT_STACK, (1 << 50, resource.RLIM_INFINITY))
 
-    run = subprocess.run([switching, "--iterations", "1000", "--rounds", "3", "--threads", "2", "--window-ms", "20",
-                          "--thread-rounds", "6"], capture_output=True, text=True, timeout=100, preexec_fn=huge_stacks)
-    if (run.returncode != 1 or "nested three deep" not in run.stdout or "could not start thread" not in run.stderr
-            or "terminate called" in run.stderr):
-        problems.append(f"refused thread: exit {run.returncode}, stdout {run.stdout[-300:]!r}, "
-                        f"stderr {run.stderr.strip()[:300]!r}")
+    # Each benchmark with the last single-thread row it finishes before its first thread.
+    for args, last_row in (([switching, "--iterations", "1000", "--rounds", "3", "--threads", "2", "--window-ms", "20",
+                             "--thread-rounds", "6"], "nested three deep"),
+                           ([modules, "--launches", "100", "--batch", "10", "--hits", "100", "--loads", "2", "--threads",
+                             "2"], "image cache hit, 1 KiB PTX")):
+        run = subprocess.run(args, capture_output=True, text=True, timeout=100, preexec_fn=huge_stacks)
+        if (run.returncode != 1 or last_row not in run.stdout or "could not start thread" not in run.stderr
+                or "terminate called" in run.stderr):
+            problems.append(f"{args[0].split('/')[-1]}, refused thread: exit {run.returncode}, "
+                            f"stdout {run.stdout[-300:]!r}, stderr {run.stderr.strip()[:300]!r}")
 
 if problems:
     print("\n".join(problems))

@@ -63,6 +63,15 @@ double hitWindow(long hits)
     return std::clamp(static_cast<double>(hits) * 1e-6, 0.01, 0.5);
 }
 
+// `n` Module::cached hits of `image` in `context`: the cache rows' loop, one thread's and many's.
+void imageHits(const Context& context, const ModuleImage& image, long n)
+{
+    for (long i = 0; i < n; ++i) {
+        const Module& hit = Module::cached(context, image);
+        keep(hit);
+    }
+}
+
 // The CPUs this process may run on, as it started, as a mask and listed: read before main, so before
 // any measurement pins the main thread to one CPU (threads it starts inherit that).
 struct StartCpus {
@@ -603,28 +612,23 @@ std::string paddedPtx(std::size_t bytes)
     return ptx;
 }
 
-ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads)
+ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits)
 {
     ImageCacheCosts c;
     const std::string ptx = paddedPtx(bytes);
     c.bytes = ptx.size();
-    const ModuleImage image = ModuleImage::fromPtx(ptx, {}, "bench-" + std::to_string(c.bytes));
+    c.image = ModuleImage::fromPtx(ptx, {}, "bench-" + std::to_string(c.bytes));
+    const ModuleImage& image = c.image;
     const auto span = std::as_bytes(std::span(ptx.data(), ptx.size()));
     {
         ContextBinding binding(context);
         (void)Module::cached(context, image); // the load, untimed
     }
-    const auto imageHits = [&](long n) {
-        for (long i = 0; i < n; ++i) {
-            const Module& hit = Module::cached(context, image);
-            keep(hit);
-        }
-    };
     {
         PinToCurrentCpu pin;
         c.imageHit = 1e300;
         for (int round = 0; round < 5; ++round)
-            c.imageHit = std::min(c.imageHit, timePerIteration(hits, imageHits));
+            c.imageHit = std::min(c.imageHit, timePerIteration(hits, [&](long n) { imageHits(context, image, n); }));
         const long spanHits = std::clamp(static_cast<long>(static_cast<double>(hits) * 1024.0 /
                                                            static_cast<double>(std::max<std::size_t>(c.bytes, 1))),
                                          3L, std::max(3L, hits));
@@ -635,6 +639,11 @@ ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, lon
             }
         });
     }
+    return c;
+}
+
+Scaling measureImageScaling(const Context& context, const ModuleImage& image, long hits, int threads)
+{
     // Both sides the same way, in pairs of windows (measureScaling). A window is 0.1 s at the default
     // 100'000 hits: the 20 ms windows this took before gave the same build 9.7x to 16.9x between runs
     // on the H200 machine (16 threads against one), too short to average out a thread the system runs
@@ -642,12 +651,8 @@ ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, lon
     // lone thread's best was its one fast window, while the 16 threads' sum averages their CPUs.
     constexpr long batch = 1000;
     const double window = hitWindow(hits);
-    const auto hitBatch = [&] { imageHits(batch); };
-    const Scaling s = measureScaling(threads, window, kScalingRounds, batch, hitBatch);
-    c.oneThread = s.one;
-    c.manyThreads = s.many;
-    c.scaling = s.ratio;
-    return c;
+    const auto hitBatch = [&] { imageHits(context, image, batch); };
+    return measureScaling(threads, window, kScalingRounds, batch, hitBatch);
 }
 
 double unsharedScaling(int threads, long hits)

@@ -7,6 +7,7 @@
 
 #include "cuctx/context.hpp"
 #include "cuctx/function.hpp"
+#include "cuctx/module_image.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -175,19 +176,22 @@ CacheCosts measureModuleCache(const Context& context, std::span<const std::byte>
 /// compiles: kEmptyKernelPtx, then comment lines.
 std::string paddedPtx(std::size_t bytes);
 
-/// Module::cached hits of one PTX image of paddedPtx(`bytes`) in `context`: through a ModuleImage
-/// (best of 5 runs of `hits`, one thread pinned) and through the span-based call that digests and
-/// compares the image each time (fewer hits for large images: at least 3); then ModuleImage hits
-/// per second of one thread alone and of `threads` threads at once, aggregate.
+/// Module::cached hits of one PTX image of paddedPtx(`bytes`) in `context`, on this thread: through a
+/// ModuleImage (best of 5 runs of `hits`, the thread pinned) and through the span-based call that
+/// digests and compares the image each time (fewer hits for large images: at least 3). The image
+/// comes back, loaded, for measureImageScaling: apart, so that a caller keeps these figures where
+/// the threads fail (a thread the system refuses).
 struct ImageCacheCosts {
     std::size_t bytes = 0;
-    double imageHit = 0;    ///< ns
-    double spanHit = 0;     ///< ns
-    double oneThread = 0;   ///< hits/s
-    double manyThreads = 0; ///< hits/s, all threads together
-    double scaling = 0;     ///< many threads over one (measureScaling's median ratio)
+    double imageHit = 0; ///< ns
+    double spanHit = 0;  ///< ns
+    ModuleImage image;
 };
-ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits, int threads);
+ImageCacheCosts measureImageCache(const Context& context, std::size_t bytes, long hits);
+
+/// ModuleImage hits of `image` (loaded in `context`) per second of one thread alone and of `threads`
+/// threads at once, aggregate (measureScaling: `one`, `many`, and the median of many over one).
+Scaling measureImageScaling(const Context& context, const ModuleImage& image, long hits, int threads);
 
 /// What `threads` threads at once reach on this machine, over one thread alone, with work that shares
 /// nothing: each looks ids up in an index of its own, shaped like the module cache's (a slot, its
