@@ -4,7 +4,8 @@
 usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY PIPELINE MULTI_GPU
 
 A bad command line must end in exit status 2, before anything is measured, with a line on stderr
-that names what was wrong (the flag, its value, the unknown word) and the usage message. Then
+that names what was wrong (the flag, its value, the unknown word) and the usage message; a PTX path
+that names no regular file ends the same way, with why instead of the usage message. Then
 cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
@@ -21,7 +22,7 @@ refused_thread = os.environ.get("CUCTX_TEST_SANITIZE", "none") != "thread"
 problems = []
 
 
-def refused(program, args, *wanted):
+def refused(program, args, *wanted, usage=True):
     try:
         run = subprocess.run([program] + args, capture_output=True, text=True, timeout=20)
     except subprocess.TimeoutExpired:
@@ -29,7 +30,7 @@ def refused(program, args, *wanted):
         return
     first = run.stderr.splitlines()[0] if run.stderr else ""
     missing = [w for w in wanted if w not in first]
-    if run.returncode != 2 or missing or "usage:" not in run.stderr or "measurement" in run.stdout:
+    if run.returncode != 2 or missing or (usage and "usage:" not in run.stderr) or "measurement" in run.stdout:
         problems.append(f"{program.split('/')[-1]} {' '.join(args)}: exit {run.returncode}, "
                         f"stderr {run.stderr.strip()[:300]!r} (wanted {wanted} on its first line)")
 
@@ -60,6 +61,12 @@ refused(multi_gpu, ["--megabytes", "17592186044416"], "cuctx-bench-multi-gpu:", 
 refused(modules, ["--launches", "9223372036854775807"], "bad value '9223372036854775807' for --launches")
 # One PTX file: a second word would silently replace the first.
 refused(modules, ["a.ptx", "b.ptx"], "unexpected word 'b.ptx'")
+# A PTX path that names no readable file is the same usage error whatever it names (a directory was a
+# failed measurement, exit 1), and says why; no usage message, the command line's form was right.
+here = os.path.dirname(os.path.abspath(__file__))
+missing_ptx = os.path.join(here, "no-such-kernel.ptx")
+refused(modules, [missing_ptx], f"cannot read {missing_ptx}: No such file or directory", usage=False)
+refused(modules, [here], f"cannot read {here}: Is a directory", usage=False)
 
 if refused_thread:
     def huge_stacks():

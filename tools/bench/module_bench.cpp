@@ -28,13 +28,17 @@
 #include "measure.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -51,6 +55,27 @@ struct Options {
     bool csv = false;
     std::string ptx;
 };
+
+// The file at `path` into `text`; why it cannot be read ("No such file or directory"), empty where it
+// was. Only a regular file, as Module::fromFile reads: a directory opens, reads as nothing, and the
+// load of that empty image stopped the run as a failed measurement (exit 1), where a missing file is
+// a usage error (2); a FIFO would block.
+std::string readFile(const std::string& path, std::string& text)
+{
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    if (error)
+        return error.message();
+    if (std::filesystem::is_directory(status))
+        return std::make_error_code(std::errc::is_a_directory).message();
+    if (!std::filesystem::is_regular_file(status))
+        return "not a regular file";
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return std::strerror(errno);
+    text.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return in.bad() ? "reading it failed" : "";
+}
 
 } // namespace
 
@@ -78,12 +103,10 @@ int main(int argc, char** argv)
         // The PTX to load: a file, or an empty kernel of our own.
         std::string ptx = kEmptyKernelPtx;
         if (!o.ptx.empty()) {
-            std::ifstream in(o.ptx, std::ios::binary);
-            if (!in) {
-                std::fprintf(stderr, "cuctx-bench-modules: cannot read %s\n", o.ptx.c_str());
+            if (const std::string why = readFile(o.ptx, ptx); !why.empty()) {
+                std::fprintf(stderr, "cuctx-bench-modules: cannot read %s: %s\n", o.ptx.c_str(), why.c_str());
                 return 2;
             }
-            ptx.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         }
         const cuctx::Device device = cuctx::Device::get(0);
         cuctx::Context ctx = cuctx::Context::create(device);
