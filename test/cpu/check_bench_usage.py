@@ -51,7 +51,11 @@ refused(anatomy, ["--bogus"], "cuctx-bench-guard-anatomy:", "unknown option --bo
 refused(anatomy, ["threads"], "unexpected word 'threads'")
 refused(anatomy, ["--sweep", "now"], "unexpected word 'now' after --sweep")
 refused(anatomy, ["--threads", "5000"], "bad value '5000' for --threads")
-refused(anatomy, ["--threads", "16", "3"], "bad value '3' for --threads")
+# Each of --threads' numbers says which it is and what it must be, out of range or no number.
+refused(anatomy, ["--threads", "4", "5"], "bad value '5' for --threads: the contexts must be 1, 2, 4 or 8")
+refused(anatomy, ["--threads", "16", "two"], "bad value 'two' for --threads: the contexts must be 1, 2, 4 or 8")
+refused(anatomy, ["--threads", "0"], "bad value '0' for --threads: the threads must be a whole number from 1 to 1024")
+refused(anatomy, ["--threads", "16", "2", "5"], "bad value '5' for --threads: the rounds must be", "6 to 1000000")
 refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
 refused(anatomy, ["--threads", "16", "2", "1000001"], "bad value '1000001' for --threads", "6 to 1000000")
 # Counts that would overflow what they feed (2^stages in 32 bits, megabytes << 20, an image's bytes).

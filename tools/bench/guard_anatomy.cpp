@@ -434,13 +434,19 @@ std::string parseMode(int argc, char** argv, Mode& mode)
     auto number = [&](int at, int& value, int low, int high) {
         return argc <= at || bench::wholeNumberIn(argv[at], low, high, value);
     };
+    // The word at argv[at] refused, naming which of the numbers it is and what that one must be, the
+    // same whether the word is out of range or no number: "bad value '5' for --threads (contexts, 1,
+    // 2, 4 or 8)" said neither that the 5 was the contexts nor that they must be one of these.
+    auto bad = [&](int at, const char* rule) {
+        return "bad value '" + std::string(argv[at]) + "' for --threads: the " + rule;
+    };
     if (!number(2, mode.threadCount, 1, static_cast<int>(bench::kMaxThreads)))
-        return "bad value '" + std::string(argv[2]) + "' for --threads (threads, 1 to 1024)";
+        return bad(2, "threads must be a whole number from 1 to 1024");
     if (!number(3, mode.contexts, 1, 8) ||
         (mode.contexts != 1 && mode.contexts != 2 && mode.contexts != 4 && mode.contexts != 8))
-        return "bad value '" + std::string(argv[3]) + "' for --threads (contexts, 1, 2, 4 or 8)";
+        return bad(3, "contexts must be 1, 2, 4 or 8");
     if (!number(4, mode.rounds, 6, 1'000'000))
-        return "bad value '" + std::string(argv[4]) + "' for --threads (rounds, 6 to 1000000)";
+        return bad(4, "rounds must be a whole number from 6 to 1000000");
     if (argc > 5) {
         if (std::strcmp(argv[5], "code") != 0)
             return "unexpected word '" + std::string(argv[5]) + "' after --threads' rounds (only 'code' may follow)";
