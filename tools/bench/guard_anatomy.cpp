@@ -206,7 +206,9 @@ const void* g_guardAddress = nullptr;
 // shift. Once (an H100 machine, 2026-12-06) single shifts read 2.1x-3.2x, the guard's and the copy's at
 // different shifts, in one process only: two processes on another machine after it read 1.01x-1.06x at
 // every shift.
-#define CUCTX_ANATOMY_PAD asm volatile(".skip %c0, 0x90" ::"i"(Pad))
+#define CUCTX_ANATOMY_PAD                                                                                              \
+    if constexpr (Pad > 0)                                                                                             \
+    asm volatile(".skip %c0, 0x90" ::"i"(Pad))
 template <int Pad, class Guard>
 [[gnu::noinline, gnu::aligned(64)]] void loopAt(const Context* const* contexts, std::size_t mask, long n)
 {
