@@ -9,7 +9,7 @@ that names no regular file ends the same way, with why instead of the usage mess
 cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
-std::terminate. ThreadSanitizer cannot
+std::terminate. Last, cuctx-bench-guard-anatomy's stack sides run briefly. ThreadSanitizer cannot
 run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its build skips that part.
 """
 import os
@@ -58,6 +58,7 @@ refused(anatomy, ["--threads", "0"], "bad value '0' for --threads: the threads m
 refused(anatomy, ["--threads", "16", "2", "5"], "bad value '5' for --threads: the rounds must be", "6 to 1000000")
 refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
 refused(anatomy, ["--threads", "16", "2", "1000001"], "bad value '1000001' for --threads", "6 to 1000000")
+refused(anatomy, ["--threads", "16", "2", "33", "stack", "code"], "unexpected word 'code' after 'stack'")
 # Counts that would overflow what they feed (2^stages in 32 bits, megabytes << 20, an image's bytes).
 refused(pipeline, ["--stages", "32"], "cuctx-bench-pipeline:", "bad value '32' for --stages", "1 to 31")
 refused(pipeline, ["--floats", "4611686018427387904"], "bad value '4611686018427387904' for --floats")
@@ -86,6 +87,20 @@ if refused_thread:
                 or "terminate called" in run.stderr):
             problems.append(f"{args[0].split('/')[-1]}, refused thread: exit {run.returncode}, "
                             f"stdout {run.stdout[-300:]!r}, stderr {run.stderr.strip()[:300]!r}")
+
+# The anatomy's stack sides, the one multi-thread mode whose batches move their stacks: every side
+# printed with a finite median ratio.
+run = subprocess.run([anatomy, "--threads", "2", "2", "6", "stack"], capture_output=True, text=True, timeout=100)
+medians = {}
+for line in run.stdout.splitlines():
+    words = line.split()
+    if len(words) >= 4 and line.startswith("  "):
+        medians[" ".join(words[:-3])] = words[-3]
+wanted_sides = ["raw", "guard", "calls only", "raw spread", "guard spread", "calls spread"]
+if (run.returncode != 0 or list(medians) != wanted_sides
+        or not all(m.replace(".", "", 1).isdigit() for m in medians.values())):
+    problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6 stack: exit {run.returncode}, "
+                    f"stdout {run.stdout[-400:]!r}, stderr {run.stderr.strip()[:300]!r}")
 
 if problems:
     print("\n".join(problems))

@@ -286,7 +286,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     }
 }
 
-// --threads [threads] [contexts] [rounds] [code]: `threads` threads (16) entering `contexts` shared
+// --threads [threads] [contexts] [rounds] [code | stack]: `threads` threads (16) entering `contexts` shared
 // contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
 // multi-thread rows do, for the sides below in rounds (33) of windows of every side, rotating which
 // goes first (until 2026-12-06, and in the figures below, a fixed number of tasks a thread timed from
@@ -296,7 +296,14 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // ("gap") or between its push and its pop ("inside") whether time spent outside the driver's calls
 // moves it; a raw side whose threads are not registered with cuctx (the others' are;
 // cuctx-bench-switching registers only the guard's) whether registration does. `code`: the real guard
-// and the driver's calls alone at four shifts in a line of code instead (see --code).
+// and the driver's calls alone at four shifts in a line of code instead (see --code). `stack`: the raw
+// side, the real guard and the driver's calls alone each as usual (their stacks where the thread's
+// function puts them, for the whole run) and "spread", each batch at the thread's next stack placement
+// (bench::stackPlacement: all 256 16-byte steps over 4 KiB in 256 batches, from a place of the thread's
+// own), as the single-thread rows of both benchmarks spread their runs over sixteen. Whether the
+// multi-thread rows, which keep each thread's stack at one place for the whole process, time the guard
+// at a placement rather than the guard: the guard over the raw side "spread" is the ratio a
+// cuctx-bench-switching that spread its stacks would print.
 //
 // 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
@@ -314,7 +321,9 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     bench::keep(x);
 }
 
-void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds, bool code)
+enum class ThreadSides { parts, code, stack };
+
+void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds, ThreadSides which)
 {
     const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
     const auto& api = d::api();
@@ -348,6 +357,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         const char* name;
         std::function<void(long)> tasks;
         bool registered = true; // its threads registered with cuctx before the clock starts
+        bool spread = false;    // each batch at the thread's next stack placement
     };
     // `code`: the real guard and the driver's calls alone (through cuctx's pointers) with their loops
     // shifted four ways in a line of code, as --code does for one thread.
@@ -357,37 +367,52 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     auto shiftedSide = [&](void (*loop)(const Context* const*, std::size_t, long)) {
         return std::function<void(long)>([&, loop](long n) { loop(ring.data() + start % count, count - 1, n); });
     };
-    const std::vector<Side> sides = code ? std::vector<Side>{
-        {"raw", rawSide(0, 0)},
-        {"guard", guardSide.operator()<ContextGuard>()},
-        {"guard +0", shiftedSide(&taskLoopAt<0, ContextGuard>)},
-        {"guard +16", shiftedSide(&taskLoopAt<16, ContextGuard>)},
-        {"guard +32", shiftedSide(&taskLoopAt<32, ContextGuard>)},
-        {"guard +48", shiftedSide(&taskLoopAt<48, ContextGuard>)},
-        {"calls only +0", shiftedSide(&taskLoopAt<0, G<0>>)},
-        {"calls only +16", shiftedSide(&taskLoopAt<16, G<0>>)},
-        {"calls only +32", shiftedSide(&taskLoopAt<32, G<0>>)},
-        {"calls only +48", shiftedSide(&taskLoopAt<48, G<0>>)},
-        {"raw gap 8", rawSide(8, 0)},
-    } : std::vector<Side>{
-        {"raw", rawSide(0, 0)},
-        {"guard", guardSide.operator()<ContextGuard>()},
-        {"calls only", guardSide.operator()<G<0>>()},
-        {"copy", guardSide.operator()<G<kAll>>()},
-        {"-record", guardSide.operator()<G<kAll & ~kRecord>>()},
-        {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
-        {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
-        {"raw gap 2", rawSide(2, 0)},
-        {"raw gap 8", rawSide(8, 0)},
-        {"raw inside 8", rawSide(0, 8)},
-        {"raw unregistered", rawSide(0, 0), false},
-    };
+    std::vector<Side> sides;
+    if (which == ThreadSides::code)
+        sides = {
+            {"raw", rawSide(0, 0)},
+            {"guard", guardSide.operator()<ContextGuard>()},
+            {"guard +0", shiftedSide(&taskLoopAt<0, ContextGuard>)},
+            {"guard +16", shiftedSide(&taskLoopAt<16, ContextGuard>)},
+            {"guard +32", shiftedSide(&taskLoopAt<32, ContextGuard>)},
+            {"guard +48", shiftedSide(&taskLoopAt<48, ContextGuard>)},
+            {"calls only +0", shiftedSide(&taskLoopAt<0, G<0>>)},
+            {"calls only +16", shiftedSide(&taskLoopAt<16, G<0>>)},
+            {"calls only +32", shiftedSide(&taskLoopAt<32, G<0>>)},
+            {"calls only +48", shiftedSide(&taskLoopAt<48, G<0>>)},
+            {"raw gap 8", rawSide(8, 0)},
+        };
+    else if (which == ThreadSides::stack)
+        sides = {
+            {"raw", rawSide(0, 0)},
+            {"guard", guardSide.operator()<ContextGuard>()},
+            {"calls only", guardSide.operator()<G<0>>()},
+            {"raw spread", rawSide(0, 0), true, true},
+            {"guard spread", guardSide.operator()<ContextGuard>(), true, true},
+            {"calls spread", guardSide.operator()<G<0>>(), true, true},
+        };
+    else
+        sides = {
+            {"raw", rawSide(0, 0)},
+            {"guard", guardSide.operator()<ContextGuard>()},
+            {"calls only", guardSide.operator()<G<0>>()},
+            {"copy", guardSide.operator()<G<kAll>>()},
+            {"-record", guardSide.operator()<G<kAll & ~kRecord>>()},
+            {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
+            {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
+            {"raw gap 2", rawSide(2, 0)},
+            {"raw gap 8", rawSide(8, 0)},
+            {"raw inside 8", rawSide(0, 8)},
+            {"raw unregistered", rawSide(0, 0), false},
+        };
+    thread_local int placement = 0; // the spread sides' next stack placement on this thread
     const bench::RoundsOfSides r = bench::roundsOfSides(rounds, sides.size(), [&](std::size_t side) {
         nextStart.store(0);
         return bench::windowRate(
             threadCount, kWindowSeconds, bench::kSwitchTasksPerBatch,
             [&] {
                 start = nextStart.fetch_add(1);
+                placement = static_cast<int>(start % 256);
                 if (sides[side].registered) {
                     ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
                 } else {
@@ -396,7 +421,18 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                     api.cuCtxPopCurrent(&popped);
                 }
             },
-            [&] { sides[side].tasks(bench::kSwitchTasksPerBatch); });
+            [&] {
+                if (!sides[side].spread) {
+                    sides[side].tasks(bench::kSwitchTasksPerBatch);
+                    return;
+                }
+                const int p = placement++;
+                bench::lowered(bench::stackPlacement(p / bench::kPlacementsPerRun % 256, p % bench::kPlacementsPerRun),
+                               [&] {
+                                   sides[side].tasks(bench::kSwitchTasksPerBatch);
+                                   return 0.0;
+                               });
+            });
     });
     std::printf("%d threads over %zu contexts, %d rounds of windows of %.0f ms: median ratio to raw (95%% "
                 "interval), best Mops/s\n",
@@ -413,11 +449,11 @@ struct Mode {
     int threadCount = 16;
     int contexts = 2;
     int rounds = 33;
-    bool threadsCode = false;
+    ThreadSides threadSides = ThreadSides::parts;
 };
 
 constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024] "
-                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code]]\n";
+                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code | stack]]\n";
 
 // `mode` from argv; what is wrong with it, empty where nothing is.
 std::string parseMode(int argc, char** argv, Mode& mode)
@@ -450,12 +486,16 @@ std::string parseMode(int argc, char** argv, Mode& mode)
     if (!number(4, mode.rounds, 6, 1'000'000))
         return bad(4, "rounds must be a whole number from 6 to 1000000");
     if (argc > 5) {
-        if (std::strcmp(argv[5], "code") != 0)
-            return "unexpected word '" + std::string(argv[5]) + "' after --threads' rounds (only 'code' may follow)";
-        mode.threadsCode = true;
+        if (std::strcmp(argv[5], "code") == 0)
+            mode.threadSides = ThreadSides::code;
+        else if (std::strcmp(argv[5], "stack") == 0)
+            mode.threadSides = ThreadSides::stack;
+        else
+            return "unexpected word '" + std::string(argv[5]) +
+                   "' after --threads' rounds (only 'code' or 'stack' may follow)";
     }
     if (argc > 6)
-        return "unexpected word '" + std::string(argv[6]) + "' after 'code'";
+        return "unexpected word '" + std::string(argv[6]) + "' after '" + argv[5] + "'";
     return {};
 }
 
@@ -484,7 +524,7 @@ void run(const Mode& mode)
         return;
     }
     if (mode.what == Mode::What::threads) {
-        threads(made, mode.threadCount, static_cast<std::size_t>(mode.contexts), mode.rounds, mode.threadsCode);
+        threads(made, mode.threadCount, static_cast<std::size_t>(mode.contexts), mode.rounds, mode.threadSides);
         return;
     }
     if (mode.what == Mode::What::code) {
