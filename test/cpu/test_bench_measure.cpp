@@ -370,3 +370,21 @@ TEST_CASE("A CSV field is quoted where it holds a comma, a quote, a line break o
     CHECK(csvField("a \"b\"") == "\"a \"\"b\"\"\"");
     CHECK(csvField("two\nlines") == "\"two\nlines\"");
 }
+
+TEST_CASE("Any 256 consecutive batches of a spread thread visit every 16-byte step over 4 KiB", "[bench]")
+{
+    using cuctx::bench::batchPlacement;
+    // From starts the anatomy gives its threads (16 batches apart) and from arbitrary ones, far along too.
+    for (const long first : {0L, 1L, 5L, 16L, 240L, 255L, 256L, 1000L, 123457L}) {
+        std::vector<bool> seen(256, false);
+        for (long batch = first; batch < first + 256; ++batch) {
+            const std::size_t pad = batchPlacement(batch);
+            REQUIRE(pad % 16 == 0);
+            REQUIRE(pad < 4096);
+            seen[pad / 16] = true;
+        }
+        CHECK(std::count(seen.begin(), seen.end(), true) == 256);
+    }
+    // Consecutive batches lie apart, not on the same step.
+    CHECK(batchPlacement(0) != batchPlacement(1));
+}

@@ -299,11 +299,12 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // and the driver's calls alone at four shifts in a line of code instead (see --code). `stack`: the raw
 // side, the real guard and the driver's calls alone each as usual (their stacks where the thread's
 // function puts them, for the whole run) and "spread", each batch at the thread's next stack placement
-// (bench::stackPlacement: all 256 16-byte steps over 4 KiB in 256 batches, from a place of the thread's
-// own), as the single-thread rows of both benchmarks spread their runs over sixteen. Whether the
-// multi-thread rows, which keep each thread's stack at one place for the whole process, time the guard
-// at a placement rather than the guard: the guard over the raw side "spread" is the ratio a
-// cuctx-bench-switching that spread its stacks would print.
+// (bench::batchPlacement: every 16-byte step over 4 KiB in any 256 consecutive batches; each thread's
+// place goes on from window to window), as the single-thread rows of both benchmarks spread their runs
+// over sixteen placements. Whether the multi-thread rows, which keep each thread's stack at one place
+// for the whole process, time the guard at a placement rather than the guard: the spread guard's ratio
+// to the spread raw side, printed beside its ratio to the raw side, is what a cuctx-bench-switching that
+// spread its stacks would print.
 //
 // 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
@@ -358,6 +359,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         std::function<void(long)> tasks;
         bool registered = true; // its threads registered with cuctx before the clock starts
         bool spread = false;    // each batch at the thread's next stack placement
+        std::size_t base = 0;   // the side its ratio is also given to, where not the raw side (0)
     };
     // `code`: the real guard and the driver's calls alone (through cuctx's pointers) with their loops
     // shifted four ways in a line of code, as --code does for one thread.
@@ -388,8 +390,8 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"guard", guardSide.operator()<ContextGuard>()},
             {"calls only", guardSide.operator()<G<0>>()},
             {"raw spread", rawSide(0, 0), true, true},
-            {"guard spread", guardSide.operator()<ContextGuard>(), true, true},
-            {"calls spread", guardSide.operator()<G<0>>(), true, true},
+            {"guard spread", guardSide.operator()<ContextGuard>(), true, true, 3},
+            {"calls spread", guardSide.operator()<G<0>>(), true, true, 3},
         };
     else
         sides = {
@@ -405,14 +407,20 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"raw inside 8", rawSide(0, 8)},
             {"raw unregistered", rawSide(0, 0), false},
         };
-    thread_local int placement = 0; // the spread sides' next stack placement on this thread
+    // Each spread side's next batch for each thread's place (`start`, one thread's a window), kept from
+    // window to window, so that the rounds together visit every placement (batchPlacement) whatever a
+    // window holds; the threads start 16 batches apart. Only the thread at that place touches it while
+    // a window runs, and windowRate joins its threads before the next.
+    std::vector<std::vector<long>> nextBatch(sides.size(), std::vector<long>(static_cast<std::size_t>(threadCount)));
+    for (std::vector<long>& side : nextBatch)
+        for (std::size_t t = 0; t < side.size(); ++t)
+            side[t] = static_cast<long>(t) * 16;
     const bench::RoundsOfSides r = bench::roundsOfSides(rounds, sides.size(), [&](std::size_t side) {
         nextStart.store(0);
         return bench::windowRate(
             threadCount, kWindowSeconds, bench::kSwitchTasksPerBatch,
             [&] {
                 start = nextStart.fetch_add(1);
-                placement = static_cast<int>(start % 256);
                 if (sides[side].registered) {
                     ContextGuard warm(at(0)); // registers the thread; the driver's per-thread set-up
                 } else {
@@ -426,12 +434,10 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                     sides[side].tasks(bench::kSwitchTasksPerBatch);
                     return;
                 }
-                const int p = placement++;
-                bench::lowered(bench::stackPlacement(p / bench::kPlacementsPerRun % 256, p % bench::kPlacementsPerRun),
-                               [&] {
-                                   sides[side].tasks(bench::kSwitchTasksPerBatch);
-                                   return 0.0;
-                               });
+                bench::lowered(bench::batchPlacement(nextBatch[side][start]++), [&] {
+                    sides[side].tasks(bench::kSwitchTasksPerBatch);
+                    return 0.0;
+                });
             });
     });
     std::printf("%d threads over %zu contexts, %d rounds of windows of %.0f ms: median ratio to raw (95%% "
@@ -439,7 +445,16 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                 threadCount, count, rounds, kWindowSeconds * 1e3);
     for (std::size_t k = 0; k < sides.size(); ++k) {
         const bench::MedianInterval m = bench::medianInterval(r.ratios[k]);
-        std::printf("  %-16s %.3f (%.3f-%.3f) %.2f\n", sides[k].name, m.median, m.low, m.high, r.best[k] / 1e6);
+        std::printf("  %-16s %.3f (%.3f-%.3f) %.2f", sides[k].name, m.median, m.low, m.high, r.best[k] / 1e6);
+        if (const std::size_t base = sides[k].base; base != 0) {
+            // Each round's ratio to its base side, from both sides' ratios to the raw side of that round.
+            std::vector<double> toBase;
+            for (std::size_t i = 0; i < r.ratios[k].size(); ++i)
+                toBase.push_back(r.ratios[k][i] / r.ratios[base][i]);
+            const bench::MedianInterval b = bench::medianInterval(std::move(toBase));
+            std::printf(", to %s %.3f (%.3f-%.3f)", sides[base].name, b.median, b.low, b.high);
+        }
+        std::printf("\n");
     }
 }
 
@@ -499,8 +514,11 @@ std::string parseMode(int argc, char** argv, Mode& mode)
     return {};
 }
 
-// The measurements the mode asks for, printed as they finish.
-void run(const Mode& mode)
+// The measurements the mode asks for, printed as they finish; false, measuring nothing, where the guard's
+// inline path is diverted in this process (g_push and g_pop not the driver's: a ThreadSanitizer build, logging at trace
+// level, no asymmetric fence for leaving; thread_record.hpp): the copies call through them, and a diverted call fails,
+// which they take for a broken driver and trap on.
+bool run(const Mode& mode)
 {
     const bench::PinToCurrentCpu pin;
     Context home = Context::create(Device::get(0));
@@ -511,6 +529,8 @@ void run(const Mode& mode)
     {
         ContextGuard warm(made[0]); // registers this thread
     }
+    if (d::g_push.load() != d::api().cuCtxPushCurrent || d::g_pop.load() != d::api().cuCtxPopCurrent)
+        return false;
     t_depth.entries[0].store(&d::g_placeholderContext, std::memory_order_relaxed);
     t_depth.limit = d::kRecordEntries;
     std::vector<const Context*> contexts;
@@ -521,15 +541,15 @@ void run(const Mode& mode)
     }
     if (mode.what == Mode::What::sweep) {
         sweep(contexts.data(), handles.data());
-        return;
+        return true;
     }
     if (mode.what == Mode::What::threads) {
         threads(made, mode.threadCount, static_cast<std::size_t>(mode.contexts), mode.rounds, mode.threadSides);
-        return;
+        return true;
     }
     if (mode.what == Mode::What::code) {
         codePlacement(contexts.data(), handles.data());
-        return;
+        return true;
     }
     for (const std::size_t count : {std::size_t{2}, std::size_t{8}}) {
         const std::size_t mask = count - 1;
@@ -559,6 +579,7 @@ void run(const Mode& mode)
         std::printf("%zu contexts in turn: raw %.2f ns (best)%s\n", count, bestRaw, line.c_str());
     }
     std::printf("address bits 0-11: thread record 0x%03x\n", lowBits(&d::t_record));
+    return true;
 }
 
 } // namespace
@@ -573,7 +594,12 @@ int main(int argc, char** argv)
     if (!bench::driverReady("cuctx-bench-guard-anatomy"))
         return 77;
     try {
-        run(mode);
+        if (!run(mode)) {
+            std::fprintf(stderr, "cuctx-bench-guard-anatomy: the guard's inline path is diverted in this process (a "
+                                 "ThreadSanitizer build, logging at trace level, or no asymmetric fence), so its "
+                                 "copies cannot run; nothing measured\n");
+            return 77;
+        }
     } catch (const std::exception& e) {
         // A thread the system refused, a driver call that failed: what is printed so far stays.
         return bench::stopped("cuctx-bench-guard-anatomy", {}, false, e);

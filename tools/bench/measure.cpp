@@ -235,6 +235,12 @@ std::size_t stackPlacement(int round, int part)
     return static_cast<std::size_t>((round * 7 + part * 16) % 256) * 16;
 }
 
+std::size_t batchPlacement(long batch)
+{
+    // 7 and 256 share no factor, so batch -> 7 * batch mod 256 takes every step once in 256 batches.
+    return static_cast<std::size_t>(batch % 256 * 7 % 256) * 16;
+}
+
 double timeSpread(long iterations, int round, const std::function<void(long)>& loop)
 {
     double ns = 0;

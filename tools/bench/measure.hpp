@@ -43,6 +43,11 @@ inline constexpr int kPlacementsPerRun = 16;
 /// How far below its usual place (bytes) part `part` of round `round` runs its loop: 16-byte steps
 /// over 4 KiB; a round's parts lie 256 bytes apart, and 16 consecutive rounds visit every step once.
 std::size_t stackPlacement(int round, int part);
+/// How far below its usual place (bytes) batch `batch` (0 or more) of a thread runs, where a thread's
+/// batches spread its stack (cuctx-bench-guard-anatomy --threads ... stack): 16-byte steps over 4 KiB, each
+/// batch 7 steps on from the last, so that any 256 consecutive batches visit every step once, however
+/// few batches a window holds and wherever a thread starts.
+std::size_t batchPlacement(long batch);
 /// ns per iteration of loop(iterations), run in kPlacementsPerRun even parts (fewer where `iterations`
 /// is smaller), part k at stackPlacement(round, k). Each part calls `loop` anew: a loop that walks a
 /// sequence should go on where the last call stopped.
