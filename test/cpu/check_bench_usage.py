@@ -5,7 +5,8 @@ usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY PIPELINE MU
 
 A bad command line must end in exit status 2, before anything is measured, with a line on stderr
 that names what was wrong (the flag, its value, the unknown word) and the usage message; a PTX path
-that names no regular file ends the same way, with why instead of the usage message. Then
+that names no regular file, an empty one or one over 1 GiB ends the same way, with why instead of the
+usage message. Then
 cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
@@ -13,10 +14,11 @@ std::terminate. Last, cuctx-bench-guard-anatomy's stack sides run briefly. Threa
 run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its build skips that part.
 """
 import os
-import resource
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 
 contexts, switching, modules, anatomy, pipeline, multi_gpu = sys.argv[1:7]
 refused_thread = os.environ.get("CUCTX_TEST_SANITIZE", "none") != "thread"
@@ -73,6 +75,15 @@ here = os.path.dirname(os.path.abspath(__file__))
 missing_ptx = os.path.join(here, "no-such-kernel.ptx")
 refused(modules, [missing_ptx], f"cannot read {missing_ptx}: No such file or directory", usage=False)
 refused(modules, [here], f"cannot read {here}: Is a directory", usage=False)
+with tempfile.TemporaryDirectory() as scratch:
+    empty = os.path.join(scratch, "empty.ptx")
+    open(empty, "w").close()
+    refused(modules, [empty], f"cannot read {empty}: the file is empty", usage=False)
+    # Over Module::kMaxImageFileBytes (1 GiB), sparse: refused before a byte of it is read.
+    huge = os.path.join(scratch, "huge.ptx")
+    with open(huge, "wb") as f:
+        f.truncate((1 << 30) + 1)
+    refused(modules, [huge], f"cannot read {huge}: larger than a module image may be", usage=False)
 
 if refused_thread:
     def huge_stacks():

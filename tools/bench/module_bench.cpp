@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,9 +58,11 @@ struct Options {
 };
 
 // The file at `path` into `text`; why it cannot be read ("No such file or directory"), empty where it
-// was. Only a regular file, as Module::fromFile reads: a directory opens, reads as nothing, and the
-// load of that empty image stopped the run as a failed measurement (exit 1), where a missing file is
-// a usage error (2); a FIFO would block.
+// was. Only a regular file of at most kMaxImageFileBytes, as Module::fromFile reads, and not empty
+// (fromFile reads an empty file, and its load fails): a directory opens and reads as nothing, and the
+// load of an empty image stopped the run as a failed measurement (exit 1), where a missing file is a
+// usage error (2); a FIFO would block; a file of many GiB was read whole before the load refused it,
+// or ran out of memory.
 std::string readFile(const std::string& path, std::string& text)
 {
     std::error_code error;
@@ -70,6 +73,13 @@ std::string readFile(const std::string& path, std::string& text)
         return std::make_error_code(std::errc::is_a_directory).message();
     if (!std::filesystem::is_regular_file(status))
         return "not a regular file";
+    const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+    if (error)
+        return error.message();
+    if (bytes == 0)
+        return "the file is empty";
+    if (bytes > cuctx::Module::kMaxImageFileBytes)
+        return "larger than a module image may be (" + std::to_string(cuctx::Module::kMaxImageFileBytes) + " bytes)";
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return std::strerror(errno);
