@@ -237,8 +237,9 @@ std::size_t stackPlacement(int round, int part)
 
 std::size_t batchPlacement(long batch)
 {
-    // 7 and 256 share no factor, so batch -> 7 * batch mod 256 takes every step once in 256 batches.
-    return static_cast<std::size_t>(batch % 256 * 7 % 256) * 16;
+    // The first part of round `batch`: 7 steps a round, and 7 and 256 share no factor, so any 256
+    // consecutive rounds take every step once.
+    return stackPlacement(static_cast<int>(batch % 256), 0);
 }
 
 double timeSpread(long iterations, int round, const std::function<void(long)>& loop)
