@@ -69,21 +69,25 @@ refused(multi_gpu, ["--megabytes", "17592186044416"], "cuctx-bench-multi-gpu:", 
 refused(modules, ["--launches", "9223372036854775807"], "bad value '9223372036854775807' for --launches")
 # One PTX file: a second word would silently replace the first.
 refused(modules, ["a.ptx", "b.ptx"], "unexpected word 'b.ptx'")
-# A PTX path that names no readable file is the same usage error whatever it names (a directory was a
-# failed measurement, exit 1), and says why; no usage message, the command line's form was right.
+# A PTX path that the library would not read as a module file is the same usage error whatever it names (a
+# directory was a failed measurement, exit 1), with the library's reason (ModuleImage::fromFile); no usage
+# message, the command line's form was right. A FIFO with no writer must not block.
 here = os.path.dirname(os.path.abspath(__file__))
 missing_ptx = os.path.join(here, "no-such-kernel.ptx")
-refused(modules, [missing_ptx], f"cannot read {missing_ptx}: No such file or directory", usage=False)
-refused(modules, [here], f"cannot read {here}: Is a directory", usage=False)
+refused(modules, [missing_ptx], f"cannot read '{missing_ptx}': no such file", usage=False)
+refused(modules, [here], f"cannot read '{here}': not a regular file (a directory)", usage=False)
 with tempfile.TemporaryDirectory() as scratch:
     empty = os.path.join(scratch, "empty.ptx")
     open(empty, "w").close()
-    refused(modules, [empty], f"cannot read {empty}: the file is empty", usage=False)
+    refused(modules, [empty], f"cannot use '{empty}' as a module image: the image is empty", usage=False)
     # Over Module::kMaxImageFileBytes (1 GiB), sparse: refused before a byte of it is read.
     huge = os.path.join(scratch, "huge.ptx")
     with open(huge, "wb") as f:
         f.truncate((1 << 30) + 1)
-    refused(modules, [huge], f"cannot read {huge}: larger than a module image may be", usage=False)
+    refused(modules, [huge], f"cannot read '{huge}': it is 1073741825 bytes, larger than", usage=False)
+    fifo = os.path.join(scratch, "fifo.ptx")
+    os.mkfifo(fifo)
+    refused(modules, [fifo], f"cannot read '{fifo}': not a regular file (a FIFO)", usage=False)
 
 if refused_thread:
     def huge_stacks():

@@ -28,18 +28,14 @@
 #include "measure.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <span>
 #include <string>
-#include <system_error>
 #include <vector>
 
 namespace {
@@ -56,36 +52,6 @@ struct Options {
     bool csv = false;
     std::string ptx;
 };
-
-// The file at `path` into `text`; why it cannot be read ("No such file or directory"), empty where it
-// was. Only a regular file of at most kMaxImageFileBytes, as Module::fromFile reads, and not empty
-// (fromFile reads an empty file, and its load fails): a directory opens and reads as nothing, and the
-// load of an empty image stopped the run as a failed measurement (exit 1), where a missing file is a
-// usage error (2); a FIFO would block; a file of many GiB was read whole before the load refused it,
-// or ran out of memory.
-std::string readFile(const std::string& path, std::string& text)
-{
-    std::error_code error;
-    const std::filesystem::file_status status = std::filesystem::status(path, error);
-    if (error)
-        return error.message();
-    if (std::filesystem::is_directory(status))
-        return std::make_error_code(std::errc::is_a_directory).message();
-    if (!std::filesystem::is_regular_file(status))
-        return "not a regular file";
-    const std::uintmax_t bytes = std::filesystem::file_size(path, error);
-    if (error)
-        return error.message();
-    if (bytes == 0)
-        return "the file is empty";
-    if (bytes > cuctx::Module::kMaxImageFileBytes)
-        return "larger than a module image may be (" + std::to_string(cuctx::Module::kMaxImageFileBytes) + " bytes)";
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return std::strerror(errno);
-    text.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return in.bad() ? "reading it failed" : "";
-}
 
 } // namespace
 
@@ -113,8 +79,16 @@ int main(int argc, char** argv)
         // The PTX to load: a file, or an empty kernel of our own.
         std::string ptx = kEmptyKernelPtx;
         if (!o.ptx.empty()) {
-            if (const std::string why = readFile(o.ptx, ptx); !why.empty()) {
-                std::fprintf(stderr, "cuctx-bench-modules: cannot read %s: %s\n", o.ptx.c_str(), why.c_str());
+            // Read as the library reads a module file (only a regular file of at most
+            // Module::kMaxImageFileBytes, not empty, of a kind it knows), so that a path it would refuse is
+            // a usage error with the library's reason, not a failed measurement (exit 1) or a FIFO that
+            // blocks.
+            try {
+                const cuctx::ModuleImage image = cuctx::ModuleImage::fromFile(o.ptx);
+                const std::span<const std::byte> bytes = image.bytes();
+                ptx.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+            } catch (const cuctx::Error& e) {
+                std::fprintf(stderr, "cuctx-bench-modules: %s\n", e.what());
                 return 2;
             }
         }
