@@ -311,7 +311,10 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // 1.009x, its copies 0.964x-1.011x; at four code shifts the guard 1.001x-1.033x and the calls alone
 // 1.019x-1.049x. cuctx-bench-switching on the same machines read its guard at 0.957x-0.991x over two
 // contexts: the driver's contention, which answers to nanoseconds and to the program around the
-// loops, moves these rows, not one part of the guard.
+// loops, moves these rows, not one part of the guard. `stack`, two processes on one H100 machine
+// (2026-12-07): the guard 1.013x and 1.005x with the stacks fixed, 1.006x and 1.012x to raw spread; a
+// cuctx-bench-switching whose rows spread their stacks read 0.990x and 0.982x over two contexts there, so
+// the stacks' placement is not what holds its rows below raw.
 [[gnu::always_inline]] inline void chain(long i, int steps)
 {
     auto x = static_cast<std::uint64_t>(i);
