@@ -315,14 +315,25 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // (2026-12-07): the guard 1.013x and 1.005x with the stacks fixed, 1.006x and 1.012x to raw spread; a
 // cuctx-bench-switching whose rows spread their stacks read 0.990x and 0.982x over two contexts there, so
 // the stacks' placement is not what holds its rows below raw.
-[[gnu::always_inline]] inline void chain(long i, int steps)
+//
+// The steps are template arguments, so that the plain raw side is the loop cuctx-bench-switching's raw
+// side is: the calls and keep(i), nothing more. Until 2026-12-07 they were read at run time, and every
+// raw side, the plain one included, loaded its two counts, tested them and stored a value between its
+// push and its pop, and again after its pop. Every figure above was taken against that raw side. Work
+// between a push and its pop costs these rows throughput (the "inside" side), which may be why the guard
+// read 1.00x or more here and below 1.00x in cuctx-bench-switching on the same machines; not yet
+// measured on a GPU.
+template <int Steps>
+[[gnu::always_inline]] inline void chain(long i)
 {
-    auto x = static_cast<std::uint64_t>(i);
-    for (int j = 0; j < steps; ++j) {
-        x = x * 3 + 1;
-        asm volatile("" : "+r"(x));
+    if constexpr (Steps > 0) {
+        auto x = static_cast<std::uint64_t>(i);
+        for (int j = 0; j < Steps; ++j) {
+            x = x * 3 + 1;
+            asm volatile("" : "+r"(x));
+        }
+        bench::keep(x);
     }
-    bench::keep(x);
 }
 
 enum class ThreadSides { parts, code, stack };
@@ -337,15 +348,15 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
     auto at = [&](long i) -> const Context& { return shared[(start + static_cast<std::size_t>(i)) % count]; };
-    auto rawSide = [&](int gap, int inside) {
-        return std::function<void(long)>([&, gap, inside](long n) {
+    auto rawSide = [&]<int Gap, int Inside>() {
+        return std::function<void(long)>([&](long n) {
             CUcontext popped = nullptr;
             for (long i = 0; i < n; ++i) {
                 api.cuCtxPushCurrent(at(i).native());
                 bench::keep(i);
-                chain(i, inside);
+                chain<Inside>(i);
                 api.cuCtxPopCurrent(&popped);
-                chain(i, gap);
+                chain<Gap>(i);
             }
         });
     };
@@ -375,7 +386,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     std::vector<Side> sides;
     if (which == ThreadSides::code)
         sides = {
-            {"raw", rawSide(0, 0)},
+            {"raw", rawSide.operator()<0, 0>()},
             {"guard", guardSide.operator()<ContextGuard>()},
             {"guard +0", shiftedSide(&taskLoopAt<0, ContextGuard>)},
             {"guard +16", shiftedSide(&taskLoopAt<16, ContextGuard>)},
@@ -385,30 +396,30 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"calls only +16", shiftedSide(&taskLoopAt<16, G<0>>)},
             {"calls only +32", shiftedSide(&taskLoopAt<32, G<0>>)},
             {"calls only +48", shiftedSide(&taskLoopAt<48, G<0>>)},
-            {"raw gap 8", rawSide(8, 0)},
+            {"raw gap 8", rawSide.operator()<8, 0>()},
         };
     else if (which == ThreadSides::stack)
         sides = {
-            {"raw", rawSide(0, 0)},
+            {"raw", rawSide.operator()<0, 0>()},
             {"guard", guardSide.operator()<ContextGuard>()},
             {"calls only", guardSide.operator()<G<0>>()},
-            {"raw spread", rawSide(0, 0), true, true},
+            {"raw spread", rawSide.operator()<0, 0>(), true, true},
             {"guard spread", guardSide.operator()<ContextGuard>(), true, true, 3},
             {"calls spread", guardSide.operator()<G<0>>(), true, true, 3},
         };
     else
         sides = {
-            {"raw", rawSide(0, 0)},
+            {"raw", rawSide.operator()<0, 0>()},
             {"guard", guardSide.operator()<ContextGuard>()},
             {"calls only", guardSide.operator()<G<0>>()},
             {"copy", guardSide.operator()<G<kAll>>()},
             {"-record", guardSide.operator()<G<kAll & ~kRecord>>()},
             {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
             {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
-            {"raw gap 2", rawSide(2, 0)},
-            {"raw gap 8", rawSide(8, 0)},
-            {"raw inside 8", rawSide(0, 8)},
-            {"raw unregistered", rawSide(0, 0), false},
+            {"raw gap 2", rawSide.operator()<2, 0>()},
+            {"raw gap 8", rawSide.operator()<8, 0>()},
+            {"raw inside 8", rawSide.operator()<0, 8>()},
+            {"raw unregistered", rawSide.operator()<0, 0>(), false},
         };
     // Each spread side's next batch for each thread's place (`start`, one thread's a window), kept from
     // window to window, so that the rounds together visit every placement (batchPlacement) whatever a
