@@ -10,8 +10,8 @@ usage message. Then
 cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
-std::terminate. Last, cuctx-bench-guard-anatomy's stack sides run briefly. ThreadSanitizer cannot
-run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its build skips that part.
+std::terminate; ThreadSanitizer cannot run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its
+build skips that part. Last, cuctx-bench-guard-anatomy's stack sides and its parts sides run briefly.
 """
 import os
 import re
@@ -109,18 +109,31 @@ if refused_thread:
 # raw side. A ThreadSanitizer build diverts the guard's inline path, which the anatomy's copies need: it
 # must say so and measure nothing (exit 77).
 run = subprocess.run([anatomy, "--threads", "2", "2", "6", "stack"], capture_output=True, text=True, timeout=100)
-row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to raw spread (\d+\.\d+) \(\S+\))?$")
-sides = {m.group(1): m.group(3) for m in map(row.match, run.stdout.splitlines()) if m}
-wanted_sides = {"raw": None, "guard": None, "calls only": None, "raw spread": None, "guard spread": "to raw",
-                "calls spread": "to raw"}
+row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw spread|raw pop early) (\d+\.\d+) \(\S+\))?$")
+# Each side's name and the side its second ratio is to (None where it has none).
+sides = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+wanted_sides = [("raw", None), ("guard", None), ("calls only", None), ("raw spread", None),
+                ("guard spread", "raw spread"), ("calls spread", "raw spread")]
 if not refused_thread:
     if run.returncode != 77 or "diverted" not in run.stderr or sides:
         problems.append(f"cuctx-bench-guard-anatomy under ThreadSanitizer: exit {run.returncode}, "
                         f"stderr {run.stderr.strip()[:300]!r}")
-elif (run.returncode != 0 or list(sides) != list(wanted_sides)
-      or any((sides[name] is None) != (wanted is None) for name, wanted in wanted_sides.items())):
+elif run.returncode != 0 or sides != wanted_sides:
     problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6 stack: exit {run.returncode}, "
                     f"stdout {run.stdout[-500:]!r}, stderr {run.stderr.strip()[:300]!r}")
+
+# Its parts mode, where the copies of the guard live: every side printed, in order, with a finite median
+# ratio to the raw side, and the two copies that load their pop function early also to the raw side that
+# does (or, under ThreadSanitizer, exit 77 as above).
+run = subprocess.run([anatomy, "--threads", "2", "2", "6"], capture_output=True, text=True, timeout=100)
+parts = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+wanted_parts = [(name, "raw pop early" if name in ("pop loaded early", "both moved") else None)
+                for name in ["raw", "guard", "calls only", "copy", "-record", "-entry checks", "-exit checks",
+                             "check after pop", "pop loaded early", "both moved", "raw pop early", "raw gap 2",
+                             "raw gap 8", "raw inside 8", "raw unregistered"]]
+if (run.returncode, parts) != ((0, wanted_parts) if refused_thread else (77, [])):
+    problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6: exit {run.returncode}, sides {parts}, "
+                    f"stderr {run.stderr.strip()[:300]!r}")
 
 if problems:
     print("\n".join(problems))

@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,16 @@ constexpr unsigned kAll = 63;
 // the thread pointer (a load from %fs:0) to compute where the new entry lies and compare that with the
 // record's bounds, instead of loading the slot and testing it against the null end slot.
 constexpr unsigned kThreadPointer = 64;
+// Not parts but two moves of work out of the stretch between the push and the pop, which costs the
+// 16-thread rows throughput (the "inside" raw side), for --threads: the record's top checked after the
+// pop instead of before it, the one check of the guard's own in that stretch (a real guard that found
+// itself not the top after popping would have to put back what it popped, which cannot always be done
+// exactly: not designed), and the driver's pop function loaded before the push and kept in the guard,
+// instead of after the push (the push is an opaque call, so the compiler cannot move the load). Every
+// side loads that pointer after its push, the raw one too (from cuctx's table, two loads), so its move
+// is timed against a raw side that moves it as well ("raw pop early").
+constexpr unsigned kCheckAfterPop = 128;
+constexpr unsigned kPopEarly = 256;
 
 template <unsigned F>
 [[gnu::always_inline]] inline bool roomFor(const d::ThreadRecord& record, const d::RecordEntry* mine)
@@ -57,10 +68,13 @@ template <unsigned F>
         return mine->load(std::memory_order_relaxed) != nullptr;
 }
 
+struct NoPop {};
+
 template <unsigned F>
 struct G {
     d::ContextState* state;
     d::RecordEntry* entry;
+    [[no_unique_address]] std::conditional_t<(F & kPopEarly) != 0, d::PopFn, NoPop> pop{};
     [[gnu::always_inline]] explicit G(const Context& c) : state(detail::ContextAccess::state(c))
     {
         d::ThreadRecord& record = d::t_record;
@@ -81,19 +95,31 @@ struct G {
             entry->store(state, std::memory_order_relaxed);
             record.top.store(entry, std::memory_order_release);
         }
+        if constexpr ((F & kPopEarly) != 0)
+            pop = d::g_pop.load(std::memory_order_relaxed);
         if (d::g_push.load(std::memory_order_relaxed)(handle) != CUDA_SUCCESS) [[unlikely]]
             __builtin_trap();
     }
     [[gnu::always_inline]] ~G()
     {
         d::ThreadRecord& record = d::t_record;
-        if constexpr ((F & kRecord) != 0)
+        constexpr bool kTopCheck = (F & kRecord) != 0;
+        constexpr bool kTopCheckFirst = kTopCheck && (F & kCheckAfterPop) == 0;
+        if constexpr (kTopCheckFirst)
             if (record.top.load(std::memory_order_relaxed) != entry) [[unlikely]]
                 __builtin_trap();
         CUcontext popped;
-        const CUresult r = d::g_pop.load(std::memory_order_relaxed)(&popped);
+        d::PopFn popFn;
+        if constexpr ((F & kPopEarly) != 0)
+            popFn = pop;
+        else
+            popFn = d::g_pop.load(std::memory_order_relaxed);
+        const CUresult r = popFn(&popped);
         if (r != CUDA_SUCCESS || ((F & kPopCheck) != 0 && popped != state->handle)) [[unlikely]]
             __builtin_trap();
+        if constexpr (kTopCheck && !kTopCheckFirst)
+            if (record.top.load(std::memory_order_relaxed) != entry) [[unlikely]]
+                __builtin_trap();
         if constexpr ((F & kRecord) != 0)
             record.top.store(entry - 1, std::memory_order_relaxed);
         if constexpr ((F & kFlagsOut) != 0) {
@@ -286,13 +312,17 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     }
 }
 
-// --threads [threads] [contexts] [rounds] [code | stack]: `threads` threads (16) entering `contexts` shared
-// contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
+// --threads [threads] [contexts] [rounds] [code | stack]: `threads` threads (16) entering `contexts`
+// shared contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
 // multi-thread rows do, for the sides below in rounds (33) of windows of every side, rotating which
 // goes first (until 2026-12-06, and in the figures below, a fixed number of tasks a thread timed from
 // the first thread's start to the last one's finish). Each side's median ratio to the raw side, its 95%
 // interval (bench::medianInterval) and its best rate. The copies show which part of the guard moves the
-// aggregate; raw sides with a dependent chain of about 2 or 8 ns between a task's pop and the next push
+// aggregate, and three more whether moving work out from between the push and the pop does (the check
+// that the guard's entry is the record's top after the pop, the pop function loaded before the push,
+// and both; kCheckAfterPop, kPopEarly; the two that load it early also to a raw side that loads its pop
+// function before its push too); raw sides with a dependent chain of about 2 or 8 ns between a task's pop and the next
+// push
 // ("gap") or between its push and its pop ("inside") whether time spent outside the driver's calls
 // moves it; a raw side whose threads are not registered with cuctx (the others' are;
 // cuctx-bench-switching registers only the guard's) whether registration does. `code`: the real guard
@@ -303,8 +333,8 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // place goes on from window to window), as the single-thread rows of both benchmarks spread their runs
 // over sixteen placements. Whether the multi-thread rows, which keep each thread's stack at one place
 // for the whole process, time the guard at a placement rather than the guard: the spread guard's ratio
-// to the spread raw side, printed beside its ratio to the raw side, is what a cuctx-bench-switching that
-// spread its stacks would print.
+// to the spread raw side, printed beside its ratio to the raw side, is what a cuctx-bench-switching
+// that spread its stacks would print.
 //
 // 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
@@ -316,13 +346,14 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // cuctx-bench-switching whose rows spread their stacks read 0.990x and 0.982x over two contexts there, so
 // the stacks' placement is not what holds its rows below raw.
 //
-// The steps are template arguments, so that the plain raw side is the loop cuctx-bench-switching's raw
-// side is: the calls and keep(i), nothing more. Until 2026-12-07 they were read at run time, and every
-// raw side, the plain one included, loaded its two counts, tested them and stored a value between its
-// push and its pop, and again after its pop. Every figure above was taken against that raw side. Work
-// between a push and its pop costs these rows throughput (the "inside" side), which may be why the guard
-// read 1.00x or more here and below 1.00x in cuctx-bench-switching on the same machines; not yet
-// measured on a GPU.
+// The steps are template arguments, so that the plain raw side makes, between its push and its pop,
+// what cuctx-bench-switching's raw side makes: the pop's call and keep(i), nothing more (between the
+// pop and the next push every side here makes one load more than there, reaching the contexts through
+// `at`). Until 2026-12-07 they were read at run time, and every raw side, the plain one included,
+// loaded its two counts, tested them and stored a value between its push and its pop, and again after
+// its pop. Every figure above was taken against that raw side. Work between a push and its pop costs
+// these rows throughput (the "inside" side), which may be why the guard read 1.00x or more here and
+// below 1.00x in cuctx-bench-switching on the same machines; not yet measured on a GPU.
 template <int Steps>
 [[gnu::always_inline]] inline void chain(long i)
 {
@@ -343,7 +374,7 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     const std::vector<Context> shared(all.begin(), all.begin() + static_cast<long>(count));
     const auto& api = d::api();
     // Windows as cuctx-bench-switching's (windowRate, batches of kSwitchTasksPerBatch), shorter, since
-    // there are eleven sides.
+    // there are up to fifteen sides.
     constexpr double kWindowSeconds = 0.1;
     std::atomic<std::size_t> nextStart{0};
     thread_local std::size_t start = 0;
@@ -357,6 +388,18 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
                 chain<Inside>(i);
                 api.cuCtxPopCurrent(&popped);
                 chain<Gap>(i);
+            }
+        });
+    };
+    // The plain raw side with the driver's pop function read before the push, as kPopEarly does.
+    auto rawPopEarly = [&] {
+        return std::function<void(long)>([&](long n) {
+            CUcontext popped = nullptr;
+            for (long i = 0; i < n; ++i) {
+                const auto pop = api.cuCtxPopCurrent;
+                api.cuCtxPushCurrent(at(i).native());
+                bench::keep(i);
+                pop(&popped);
             }
         });
     };
@@ -416,6 +459,10 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"-record", guardSide.operator()<G<kAll & ~kRecord>>()},
             {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
             {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
+            {"check after pop", guardSide.operator()<G<kAll | kCheckAfterPop>>()},
+            {"pop loaded early", guardSide.operator()<G<kAll | kPopEarly>>(), true, false, 10},
+            {"both moved", guardSide.operator()<G<kAll | kCheckAfterPop | kPopEarly>>(), true, false, 10},
+            {"raw pop early", rawPopEarly()},
             {"raw gap 2", rawSide.operator()<2, 0>()},
             {"raw gap 8", rawSide.operator()<8, 0>()},
             {"raw inside 8", rawSide.operator()<0, 8>()},
