@@ -5,8 +5,8 @@ usage: check_bench_usage.py CONTEXTS SWITCHING MODULES GUARD_ANATOMY PIPELINE MU
 
 A bad command line must end in exit status 2, before anything is measured, with a line on stderr
 that names what was wrong (the flag, its value, the unknown word) and the usage message; a PTX path
-that names no regular file, an empty one or one over 1 GiB ends the same way, with why instead of the
-usage message. Then
+that names no regular file, an empty one, one over 1 GiB or one of no module kind ends the same way, with
+why instead of the usage message, and one with the benchmark's kernel is measured. Then
 cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the system refuses every
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
@@ -70,24 +70,44 @@ refused(modules, ["--launches", "9223372036854775807"], "bad value '922337203685
 # One PTX file: a second word would silently replace the first.
 refused(modules, ["a.ptx", "b.ptx"], "unexpected word 'b.ptx'")
 # A PTX path that the library would not read as a module file is the same usage error whatever it names (a
-# directory was a failed measurement, exit 1), with the library's reason (ModuleImage::fromFile); no usage
-# message, the command line's form was right. A FIFO with no writer must not block.
+# directory was a failed measurement, exit 1, and so was a file of no module kind), with the library's reason
+# (ModuleImage::fromFile's detail: its hint is for programs); no usage message, the command line's form was
+# right. A FIFO with no writer must not block.
 here = os.path.dirname(os.path.abspath(__file__))
 missing_ptx = os.path.join(here, "no-such-kernel.ptx")
-refused(modules, [missing_ptx], f"cannot read '{missing_ptx}': no such file", usage=False)
-refused(modules, [here], f"cannot read '{here}': not a regular file (a directory)", usage=False)
+prefix = "cuctx-bench-modules: "
+refused(modules, [missing_ptx], f"{prefix}cannot read '{missing_ptx}': no such file", usage=False)
+refused(modules, [here], f"{prefix}cannot read '{here}': not a regular file (a directory)", usage=False)
 with tempfile.TemporaryDirectory() as scratch:
     empty = os.path.join(scratch, "empty.ptx")
     open(empty, "w").close()
-    refused(modules, [empty], f"cannot use '{empty}' as a module image: the image is empty", usage=False)
+    refused(modules, [empty], f"{prefix}cannot use '{empty}' as a module image: the image is empty", usage=False)
+    # Through a link, the same.
+    link = os.path.join(scratch, "link.ptx")
+    os.symlink(empty, link)
+    refused(modules, [link], f"{prefix}cannot use '{link}' as a module image: the image is empty", usage=False)
+    dangling = os.path.join(scratch, "dangling.ptx")
+    os.symlink(os.path.join(scratch, "nothing"), dangling)
+    refused(modules, [dangling], f"{prefix}cannot read '{dangling}': no such file", usage=False)
+    text = os.path.join(scratch, "notes.txt")
+    with open(text, "w") as f:
+        f.write("not a kernel\n")
+    refused(modules, [text], f"{prefix}cannot use '{text}' as a module image: the image is not PTX", usage=False)
     # Over Module::kMaxImageFileBytes (1 GiB), sparse: refused before a byte of it is read.
     huge = os.path.join(scratch, "huge.ptx")
     with open(huge, "wb") as f:
         f.truncate((1 << 30) + 1)
-    refused(modules, [huge], f"cannot read '{huge}': it is 1073741825 bytes, larger than", usage=False)
+    refused(modules, [huge], f"{prefix}cannot read '{huge}': it is 1073741825 bytes, larger than", usage=False)
     fifo = os.path.join(scratch, "fifo.ptx")
     os.mkfifo(fifo)
-    refused(modules, [fifo], f"cannot read '{fifo}': not a regular file (a FIFO)", usage=False)
+    refused(modules, [fifo], f"{prefix}cannot read '{fifo}': not a regular file (a FIFO)", usage=False)
+
+# A module file that the library reads is measured: the test's kernels hold the benchmark's "empty".
+kernels = os.path.join(here, "..", "data", "kernels.ptx")
+run = subprocess.run([modules, "--launches", "100", "--batch", "10", "--hits", "100", "--loads", "2", "--threads", "2",
+                      "--max-image-kib", "1", kernels], capture_output=True, text=True, timeout=120)
+if run.returncode != 0 or "empty-kernel launch" not in run.stdout:
+    problems.append(f"cuctx-bench-modules {kernels}: exit {run.returncode}, stderr {run.stderr.strip()[:300]!r}")
 
 if refused_thread:
     def huge_stacks():

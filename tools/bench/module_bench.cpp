@@ -30,12 +30,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -76,26 +77,27 @@ int main(int argc, char** argv)
         return 77;
     std::vector<Row> rows;
     try {
-        // The PTX to load: a file, or an empty kernel of our own.
-        std::string ptx = kEmptyKernelPtx;
+        // The module to load: a file, or an empty kernel of our own. The file is read as the library reads
+        // a module file (only a regular file of at most Module::kMaxImageFileBytes, not empty, of a kind
+        // it knows), so that a path it would refuse is a usage error with the library's reason (its
+        // detail: the hint is for programs that call it), not a failed measurement (exit 1) or a FIFO
+        // that blocks; its name labels the module in later errors.
+        std::optional<cuctx::ModuleImage> file;
         if (!o.ptx.empty()) {
-            // Read as the library reads a module file (only a regular file of at most
-            // Module::kMaxImageFileBytes, not empty, of a kind it knows), so that a path it would refuse is
-            // a usage error with the library's reason, not a failed measurement (exit 1) or a FIFO that
-            // blocks.
             try {
-                const cuctx::ModuleImage image = cuctx::ModuleImage::fromFile(o.ptx);
-                const std::span<const std::byte> bytes = image.bytes();
-                ptx.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+                file = cuctx::ModuleImage::fromFile(o.ptx);
             } catch (const cuctx::Error& e) {
-                std::fprintf(stderr, "cuctx-bench-modules: %s\n", e.what());
+                std::fprintf(stderr, "cuctx-bench-modules: %s\n", e.detail().c_str());
                 return 2;
             }
         }
+        const std::string_view ownPtx = kEmptyKernelPtx;
+        const std::span<const std::byte> bytes =
+            file ? file->bytes() : std::as_bytes(std::span(ownPtx.data(), ownPtx.size()));
         const cuctx::Device device = cuctx::Device::get(0);
         cuctx::Context ctx = cuctx::Context::create(device);
-        const auto bytes = std::as_bytes(std::span(ptx.data(), ptx.size()));
-        const cuctx::Function empty = cuctx::Module::cached(ctx, bytes, {}, "bench").function("empty");
+        const cuctx::Function empty =
+            cuctx::Module::cached(ctx, bytes, {}, file ? file->label() : "bench").function("empty");
 
         const LaunchCosts l = measureLaunch(ctx, empty, o.launches, o.batch);
         const auto launches = static_cast<double>(l.launches);
