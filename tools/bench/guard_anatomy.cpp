@@ -414,9 +414,9 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     struct Side {
         const char* name;
         std::function<void(long)> tasks;
-        bool registered = true; // its threads registered with cuctx before the clock starts
-        bool spread = false;    // each batch at the thread's next stack placement
-        std::size_t base = 0;   // the side its ratio is also given to, where not the raw side (0)
+        bool registered = true;     // its threads registered with cuctx before the clock starts
+        bool spread = false;        // each batch at the thread's next stack placement
+        const char* base = nullptr; // the side (by name) its ratio is also given to, besides the raw side; null: none
     };
     // `code`: the real guard and the driver's calls alone (through cuctx's pointers) with their loops
     // shifted four ways in a line of code, as --code does for one thread.
@@ -447,8 +447,8 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"guard", guardSide.operator()<ContextGuard>()},
             {"calls only", guardSide.operator()<G<0>>()},
             {"raw spread", rawSide.operator()<0, 0>(), true, true},
-            {"guard spread", guardSide.operator()<ContextGuard>(), true, true, 3},
-            {"calls spread", guardSide.operator()<G<0>>(), true, true, 3},
+            {"guard spread", guardSide.operator()<ContextGuard>(), true, true, "raw spread"},
+            {"calls spread", guardSide.operator()<G<0>>(), true, true, "raw spread"},
         };
     else
         sides = {
@@ -460,8 +460,8 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"-entry checks", guardSide.operator()<G<kAll & ~(kElide | kLimit | kInlineHandle)>>()},
             {"-exit checks", guardSide.operator()<G<kAll & ~(kPopCheck | kFlagsOut)>>()},
             {"check after pop", guardSide.operator()<G<kAll | kCheckAfterPop>>()},
-            {"pop loaded early", guardSide.operator()<G<kAll | kPopEarly>>(), true, false, 10},
-            {"both moved", guardSide.operator()<G<kAll | kCheckAfterPop | kPopEarly>>(), true, false, 10},
+            {"pop loaded early", guardSide.operator()<G<kAll | kPopEarly>>(), true, false, "raw pop early"},
+            {"both moved", guardSide.operator()<G<kAll | kCheckAfterPop | kPopEarly>>(), true, false, "raw pop early"},
             {"raw pop early", rawPopEarly()},
             {"raw gap 2", rawSide.operator()<2, 0>()},
             {"raw gap 8", rawSide.operator()<8, 0>()},
@@ -507,13 +507,18 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
     for (std::size_t k = 0; k < sides.size(); ++k) {
         const bench::MedianInterval m = bench::medianInterval(r.ratios[k]);
         std::printf("  %-16s %.3f (%.3f-%.3f) %.2f", sides[k].name, m.median, m.low, m.high, r.best[k] / 1e6);
-        if (const std::size_t base = sides[k].base; base != 0) {
+        if (const char* const baseName = sides[k].base; baseName != nullptr) {
+            const auto base = static_cast<std::size_t>(
+                std::find_if(sides.begin(), sides.end(),
+                             [&](const Side& side) { return std::strcmp(side.name, baseName) == 0; }) -
+                sides.begin());
+            const std::vector<double>& baseRatios = r.ratios.at(base); // a name no side has throws
             // Each round's ratio to its base side, from both sides' ratios to the raw side of that round.
             std::vector<double> toBase;
             for (std::size_t i = 0; i < r.ratios[k].size(); ++i)
-                toBase.push_back(r.ratios[k][i] / r.ratios[base][i]);
+                toBase.push_back(r.ratios[k][i] / baseRatios[i]);
             const bench::MedianInterval b = bench::medianInterval(std::move(toBase));
-            std::printf(", to %s %.3f (%.3f-%.3f)", sides[base].name, b.median, b.low, b.high);
+            std::printf(", to %s %.3f (%.3f-%.3f)", baseName, b.median, b.low, b.high);
         }
         std::printf("\n");
     }
