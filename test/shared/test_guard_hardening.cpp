@@ -381,6 +381,66 @@ TEST_CASE("a guard destroyed on another thread is reported and leaves both threa
     CHECK(ctx.threadsUsing().empty());
 }
 
+TEST_CASE("a guard ended out of order or on another thread leaves the ending thread's own context current", "[guard]")
+{
+    // Whatever lies on top of the ending thread's stack, an entry of cuctx's or a context that code
+    // outside cuctx pushed, is still current there after the misuse. (An exit that popped before it
+    // checked its entry, a layout measured in docs/switching-runs.md, would have to put it back.)
+    const Context ctx = Context::create(Device::get(0));
+    const Context mine = Context::create(Device::get(0));
+    const Context theirs = Context::create(Device::get(0));
+    onNewThread([&] {
+        auto guard = std::make_unique<ContextGuard>(ctx);
+        REQUIRE(guard->switched());
+        CUcontext afterCuctx = nullptr;
+        CUcontext afterForeign = nullptr;
+        std::size_t depthAfter = 99;
+        onNewThread([&] {
+            {
+                ContextGuard own(mine); // this thread's own entry on top of its stack
+                guard.reset();
+                afterCuctx = rawCurrent();
+                depthAfter = ContextStack::depth();
+            }
+            ContextGuard second(ctx);
+            auto handed = std::make_unique<ContextGuard>(mine);
+            onNewThread([&] {
+                // A context pushed by code outside cuctx on top of the ending thread's stack.
+                REQUIRE(raw().cuCtxPushCurrent(theirs.native()) == CUDA_SUCCESS);
+                handed.reset();
+                afterForeign = rawCurrent();
+                CUcontext popped = nullptr;
+                CHECK(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+            });
+            CHECK(rawCurrent() == mine.native()); // the handed guard's context stays pushed here
+            CHECK(errcOf([&] { mine.checkRecordedError(); }) == Errc::invalid_state);
+            CHECK(ContextStack::pop() == mine);
+        });
+        CHECK(afterCuctx == mine.native());
+        CHECK(depthAfter == 1);
+        CHECK(afterForeign == theirs.native());
+        CHECK(rawCurrent() == ctx.native()); // still pushed on the making thread
+        CHECK(errcOf([&] { ctx.checkRecordedError(); }) == Errc::invalid_state);
+        CHECK(ContextStack::pop() == ctx);
+    });
+    onNewThread([&] { // out of order on one thread, under a context pushed outside cuctx
+        auto first = std::make_unique<ContextGuard>(ctx);
+        {
+            ContextGuard second(mine);
+            REQUIRE(raw().cuCtxPushCurrent(theirs.native()) == CUDA_SUCCESS);
+            first.reset(); // before `second`, made after it
+            CHECK(rawCurrent() == theirs.native());
+            CUcontext popped = nullptr;
+            CHECK(raw().cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+            CHECK(popped == theirs.native());
+        }
+        CHECK(rawCurrent() == ctx.native()); // the first guard's entry, kept as a push
+        CHECK(errcOf([&] { ctx.checkRecordedError(); }) == Errc::stack_mismatch);
+        CHECK(ContextStack::pop() == ctx);
+        CHECK(rawCurrent() == nullptr);
+    });
+}
+
 TEST_CASE("guards never report a recorded error, on the inline path or out of line; the next fallible call does",
           "[guard]")
 {
