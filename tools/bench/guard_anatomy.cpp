@@ -49,12 +49,13 @@ constexpr unsigned kAll = 63;
 constexpr unsigned kThreadPointer = 64;
 // Not parts but two moves of work out of the stretch between the push and the pop, which costs the
 // 16-thread rows throughput (the "inside" raw side), for --threads: the record's top checked after the
-// pop instead of before it, the one check of the guard's own in that stretch (a real guard that found
-// itself not the top after popping would have to put back what it popped, which cannot always be done
-// exactly: not designed), and the driver's pop function loaded before the push and kept in the guard,
-// instead of after the push (the push is an opaque call, so the compiler cannot move the load). Every
-// side loads that pointer after its push, the raw one too (from cuctx's table, two loads), so its move
-// is timed against a raw side that moves it as well ("raw pop early").
+// pop instead of before it, the one check of the guard's own in that stretch (a real guard that does
+// so, putting back what it popped where it finds itself not the top, was built and did not lift
+// cuctx-bench-switching's rows: docs/switching-runs.md), and the driver's pop function loaded before
+// the push and kept in the guard, instead of after the push (the push is an opaque call, so the
+// compiler cannot move the load). Every side loads that pointer after its push, the raw one too (from
+// cuctx's table, two loads), so its move is timed against a raw side that moves it as well ("raw pop
+// early").
 constexpr unsigned kCheckAfterPop = 128;
 constexpr unsigned kPopEarly = 256;
 
