@@ -353,8 +353,12 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // `at`). Until 2026-12-07 they were read at run time, and every raw side, the plain one included,
 // loaded its two counts, tested them and stored a value between its push and its pop, and again after
 // its pop. Every figure above was taken against that raw side. Work between a push and its pop costs
-// these rows throughput (the "inside" side), which may be why the guard read 1.00x or more here and
-// below 1.00x in cuctx-bench-switching on the same machines; not yet measured on a GPU.
+// these rows throughput (the "inside" side), which is why the guard read 1.00x or more here and
+// below 1.00x in cuctx-bench-switching on the same machines. Against the fixed raw side, three
+// processes on H100 machines (2026-12-07): the guard 0.975x-0.983x, as cuctx-bench-switching reads it;
+// the calls alone 0.996x-1.005x; the copies 0.962x-1.004x; the 2 ns gap 0.982x-0.983x, 8 ns inside
+// 0.977x-0.982x, the 8 ns gap 1.116x in one process and 0.976x and 0.981x in two: any work in a task
+// costs these rows about 2%, no part of the guard more than another (docs/switching-runs.md).
 template <int Steps>
 [[gnu::always_inline]] inline void chain(long i)
 {
