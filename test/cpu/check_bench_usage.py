@@ -62,6 +62,7 @@ refused(anatomy, ["--threads", "16", "2", "5"], "bad value '5' for --threads: th
 refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
 refused(anatomy, ["--threads", "16", "2", "1000001"], "bad value '1000001' for --threads", "6 to 1000000")
 refused(anatomy, ["--threads", "16", "2", "33", "stack", "code"], "unexpected word 'code' after 'stack'")
+refused(anatomy, ["--threads", "16", "2", "33", "works"], "only 'code', 'stack' or 'work' may follow")
 # Counts that would overflow what they feed (2^stages in 32 bits, megabytes << 20, an image's bytes).
 refused(pipeline, ["--stages", "32"], "cuctx-bench-pipeline:", "bad value '32' for --stages", "1 to 31")
 refused(pipeline, ["--floats", "4611686018427387904"], "bad value '4611686018427387904' for --floats")
@@ -129,7 +130,7 @@ if refused_thread:
 # raw side. A ThreadSanitizer build diverts the guard's inline path, which the anatomy's copies need: it
 # must say so and measure nothing (exit 77).
 run = subprocess.run([anatomy, "--threads", "2", "2", "6", "stack"], capture_output=True, text=True, timeout=100)
-row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw spread|raw pop early) (\d+\.\d+) \(\S+\))?$")
+row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw [a-z0-9 ]+?) (\d+\.\d+) \(\S+\))?$")
 # Each side's name and the side its second ratio is to (None where it has none).
 sides = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
 wanted_sides = [("raw", None), ("guard", None), ("calls only", None), ("raw spread", None),
@@ -153,6 +154,17 @@ wanted_parts = [(name, "raw pop early" if name in ("pop loaded early", "both mov
                              "raw gap 8", "raw inside 8", "raw unregistered"]]
 if (run.returncode, parts) != ((0, wanted_parts) if refused_thread else (77, [])):
     problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6: exit {run.returncode}, sides {parts}, "
+                    f"stderr {run.stderr.strip()[:300]!r}")
+
+# Its work mode: the raw side and the guard, then each amount of work on the raw side and the guard
+# doing the same, the guard also to that raw side (or, under ThreadSanitizer, exit 77 as above).
+run = subprocess.run([anatomy, "--threads", "2", "2", "6", "work"], capture_output=True, text=True, timeout=100)
+work = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+wanted_work = [("raw", None), ("guard", None)]
+for amount in ("inside 8", "inside 32", "inside 128", "both 8"):
+    wanted_work += [("raw " + amount, None), ("guard " + amount, "raw " + amount)]
+if (run.returncode, work) != ((0, wanted_work) if refused_thread else (77, [])):
+    problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6 work: exit {run.returncode}, sides {work}, "
                     f"stderr {run.stderr.strip()[:300]!r}")
 
 if problems:

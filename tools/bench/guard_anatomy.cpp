@@ -313,7 +313,7 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
     }
 }
 
-// --threads [threads] [contexts] [rounds] [code | stack]: `threads` threads (16) entering `contexts`
+// --threads [threads] [contexts] [rounds] [code | stack | work]: `threads` threads (16) entering `contexts`
 // shared contexts (2; 1, 2, 4 or 8) in turn, a guard and keep(i) per task, as cuctx-bench-switching's
 // multi-thread rows do, for the sides below in rounds (33) of windows of every side, rotating which
 // goes first (until 2026-12-06, and in the figures below, a fixed number of tasks a thread timed from
@@ -322,10 +322,9 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // aggregate, and three more whether moving work out from between the push and the pop does (the check
 // that the guard's entry is the record's top after the pop, the pop function loaded before the push,
 // and both; kCheckAfterPop, kPopEarly; the two that load it early also to a raw side that loads its pop
-// function before its push too); raw sides with a dependent chain of about 2 or 8 ns between a task's pop and the next
-// push
-// ("gap") or between its push and its pop ("inside") whether time spent outside the driver's calls
-// moves it; a raw side whose threads are not registered with cuctx (the others' are;
+// function before its push too); raw sides with a dependent chain of about 2 or 8 ns between a task's
+// pop and the next push ("gap") or between its push and its pop ("inside") whether time spent outside
+// the driver's calls moves it; a raw side whose threads are not registered with cuctx (the others' are;
 // cuctx-bench-switching registers only the guard's) whether registration does. `code`: the real guard
 // and the driver's calls alone at four shifts in a line of code instead (see --code). `stack`: the raw
 // side, the real guard and the driver's calls alone each as usual (their stacks where the thread's
@@ -335,7 +334,10 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // over sixteen placements. Whether the multi-thread rows, which keep each thread's stack at one place
 // for the whole process, time the guard at a placement rather than the guard: the spread guard's ratio
 // to the spread raw side, printed beside its ratio to the raw side, is what a cuctx-bench-switching
-// that spread its stacks would print.
+// that spread its stacks would print. `work`: the raw side and the real guard around tasks that do
+// work, as a pool's tasks do, with the context entered (8, 32 or 128 steps "inside") and 8 steps on
+// each side of the pop ("both"), each guard also to the raw side doing the same work: whether what
+// holds the guard below raw over two contexts is its work in an empty task, or the guard in any.
 //
 // 16 threads over two contexts, five processes on three H100 machines (2026-12-06): the gap 1.019x-
 // 1.230x, inside 0.950x-0.974x, the short gap 0.994x-1.004x, unregistered 1.002x; the guard 1.002x-
@@ -359,6 +361,9 @@ void sweep(const Context* const* contexts, const CUcontext* handles)
 // the calls alone 0.996x-1.005x; the copies 0.962x-1.004x; the 2 ns gap 0.982x-0.983x, 8 ns inside
 // 0.977x-0.982x, the 8 ns gap 1.116x in one process and 0.976x and 0.981x in two: any work in a task
 // costs these rows about 2%, no part of the guard more than another (docs/switching-runs.md).
+// `work`, five processes on one H100 machine (2026-12-07): the guard to the raw side doing the same
+// work 0.989x-1.002x (8 inside), 0.905x-1.020x (32), 1.001x-1.057x (128), 1.025x-1.092x (both 8); the
+// empty guard 0.993x-1.093x: in tasks that do work the guard keeps level with raw.
 template <int Steps>
 [[gnu::always_inline]] inline void chain(long i)
 {
@@ -372,7 +377,7 @@ template <int Steps>
     }
 }
 
-enum class ThreadSides { parts, code, stack };
+enum class ThreadSides { parts, code, stack, work };
 
 void threads(const std::vector<Context>& all, int threadCount, std::size_t count, int rounds, ThreadSides which)
 {
@@ -416,6 +421,20 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             }
         });
     };
+    // The real guard around a task that does work, as rawSide's: `Inside` steps with the context
+    // entered, `Gap` steps after leaving it.
+    auto guardWork = [&]<int Gap, int Inside>() {
+        return std::function<void(long)>([&](long n) {
+            for (long i = 0; i < n; ++i) {
+                {
+                    ContextGuard g(at(i));
+                    bench::keep(i);
+                    chain<Inside>(i);
+                }
+                chain<Gap>(i);
+            }
+        });
+    };
     struct Side {
         const char* name;
         std::function<void(long)> tasks;
@@ -454,6 +473,19 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"raw spread", rawSide.operator()<0, 0>(), true, true},
             {"guard spread", guardSide.operator()<ContextGuard>(), true, true, "raw spread"},
             {"calls spread", guardSide.operator()<G<0>>(), true, true, "raw spread"},
+        };
+    else if (which == ThreadSides::work)
+        sides = {
+            {"raw", rawSide.operator()<0, 0>()},
+            {"guard", guardSide.operator()<ContextGuard>()},
+            {"raw inside 8", rawSide.operator()<0, 8>()},
+            {"guard inside 8", guardWork.operator()<0, 8>(), true, false, "raw inside 8"},
+            {"raw inside 32", rawSide.operator()<0, 32>()},
+            {"guard inside 32", guardWork.operator()<0, 32>(), true, false, "raw inside 32"},
+            {"raw inside 128", rawSide.operator()<0, 128>()},
+            {"guard inside 128", guardWork.operator()<0, 128>(), true, false, "raw inside 128"},
+            {"raw both 8", rawSide.operator()<8, 8>()},
+            {"guard both 8", guardWork.operator()<8, 8>(), true, false, "raw both 8"},
         };
     else
         sides = {
@@ -539,7 +571,7 @@ struct Mode {
 };
 
 constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024] "
-                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code | stack]]\n";
+                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code | stack | work]]\n";
 
 // `mode` from argv; what is wrong with it, empty where nothing is.
 std::string parseMode(int argc, char** argv, Mode& mode)
@@ -576,9 +608,11 @@ std::string parseMode(int argc, char** argv, Mode& mode)
             mode.threadSides = ThreadSides::code;
         else if (std::strcmp(argv[5], "stack") == 0)
             mode.threadSides = ThreadSides::stack;
+        else if (std::strcmp(argv[5], "work") == 0)
+            mode.threadSides = ThreadSides::work;
         else
             return "unexpected word '" + std::string(argv[5]) +
-                   "' after --threads' rounds (only 'code' or 'stack' may follow)";
+                   "' after --threads' rounds (only 'code', 'stack' or 'work' may follow)";
     }
     if (argc > 6)
         return "unexpected word '" + std::string(argv[6]) + "' after '" + argv[5] + "'";
