@@ -413,21 +413,13 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             }
         });
     };
-    auto guardSide = [&]<class Guard>() {
-        return std::function<void(long)>([&](long n) {
-            for (long i = 0; i < n; ++i) {
-                Guard g(at(i));
-                bench::keep(i);
-            }
-        });
-    };
-    // The real guard around a task that does work, as rawSide's: `Inside` steps with the context
-    // entered, `Gap` steps after leaving it.
-    auto guardWork = [&]<int Gap, int Inside>() {
+    // A guard per task; with `Inside` and `Gap`, around work as rawSide's (the work mode's sides).
+    auto guardSide = [&]<class Guard, int Gap = 0, int Inside = 0>()
+    {
         return std::function<void(long)>([&](long n) {
             for (long i = 0; i < n; ++i) {
                 {
-                    ContextGuard g(at(i));
+                    Guard g(at(i));
                     bench::keep(i);
                     chain<Inside>(i);
                 }
@@ -479,13 +471,13 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
             {"raw", rawSide.operator()<0, 0>()},
             {"guard", guardSide.operator()<ContextGuard>()},
             {"raw inside 8", rawSide.operator()<0, 8>()},
-            {"guard inside 8", guardWork.operator()<0, 8>(), true, false, "raw inside 8"},
+            {"guard inside 8", guardSide.operator()<ContextGuard, 0, 8>(), true, false, "raw inside 8"},
             {"raw inside 32", rawSide.operator()<0, 32>()},
-            {"guard inside 32", guardWork.operator()<0, 32>(), true, false, "raw inside 32"},
+            {"guard inside 32", guardSide.operator()<ContextGuard, 0, 32>(), true, false, "raw inside 32"},
             {"raw inside 128", rawSide.operator()<0, 128>()},
-            {"guard inside 128", guardWork.operator()<0, 128>(), true, false, "raw inside 128"},
+            {"guard inside 128", guardSide.operator()<ContextGuard, 0, 128>(), true, false, "raw inside 128"},
             {"raw both 8", rawSide.operator()<8, 8>()},
-            {"guard both 8", guardWork.operator()<8, 8>(), true, false, "raw both 8"},
+            {"guard both 8", guardSide.operator()<ContextGuard, 8, 8>(), true, false, "raw both 8"},
         };
     else
         sides = {
