@@ -125,14 +125,32 @@ if refused_thread:
             problems.append(f"{args[0].split('/')[-1]}, refused thread: exit {run.returncode}, "
                             f"stdout {run.stdout[-300:]!r}, stderr {run.stderr.strip()[:300]!r}")
 
+# The anatomy's multi-thread rows: a side's name, its median ratio to the raw side (finite), and
+# optionally the side it is also given to and that ratio.
+row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw [a-z0-9 ]+?) (\d+\.\d+) \(\S+\))?$")
+
+
+def sides_of(run):
+    """Each side's name and the side its second ratio is to (None where it has none)."""
+    return [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+
+
+def check_sides(args, wanted):
+    """The anatomy run with `args` prints the sides `wanted`, in order (under ThreadSanitizer, exit 77
+    and none)."""
+    run = subprocess.run([anatomy, *args], capture_output=True, text=True, timeout=100)
+    got = sides_of(run)
+    if (run.returncode, got) != ((0, wanted) if refused_thread else (77, [])):
+        problems.append(f"cuctx-bench-guard-anatomy {' '.join(args)}: exit {run.returncode}, sides {got}, "
+                        f"stderr {run.stderr.strip()[:300]!r}")
+
+
 # The anatomy's stack sides, the one multi-thread mode whose batches move their stacks: every side
 # printed with a finite median ratio to the raw side, and the spread guard and calls also to the spread
 # raw side. A ThreadSanitizer build diverts the guard's inline path, which the anatomy's copies need: it
 # must say so and measure nothing (exit 77).
 run = subprocess.run([anatomy, "--threads", "2", "2", "6", "stack"], capture_output=True, text=True, timeout=100)
-row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw [a-z0-9 ]+?) (\d+\.\d+) \(\S+\))?$")
-# Each side's name and the side its second ratio is to (None where it has none).
-sides = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+sides = sides_of(run)
 wanted_sides = [("raw", None), ("guard", None), ("calls only", None), ("raw spread", None),
                 ("guard spread", "raw spread"), ("calls spread", "raw spread")]
 if not refused_thread:
@@ -146,26 +164,18 @@ elif run.returncode != 0 or sides != wanted_sides:
 # Its parts mode, where the copies of the guard live: every side printed, in order, with a finite median
 # ratio to the raw side, and the two copies that load their pop function early also to the raw side that
 # does (or, under ThreadSanitizer, exit 77 as above).
-run = subprocess.run([anatomy, "--threads", "2", "2", "6"], capture_output=True, text=True, timeout=100)
-parts = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
-wanted_parts = [(name, "raw pop early" if name in ("pop loaded early", "both moved") else None)
-                for name in ["raw", "guard", "calls only", "copy", "-record", "-entry checks", "-exit checks",
-                             "check after pop", "pop loaded early", "both moved", "raw pop early", "raw gap 2",
-                             "raw gap 8", "raw inside 8", "raw unregistered"]]
-if (run.returncode, parts) != ((0, wanted_parts) if refused_thread else (77, [])):
-    problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6: exit {run.returncode}, sides {parts}, "
-                    f"stderr {run.stderr.strip()[:300]!r}")
+check_sides(["--threads", "2", "2", "6"],
+            [(name, "raw pop early" if name in ("pop loaded early", "both moved") else None)
+             for name in ["raw", "guard", "calls only", "copy", "-record", "-entry checks", "-exit checks",
+                          "check after pop", "pop loaded early", "both moved", "raw pop early", "raw gap 2",
+                          "raw gap 8", "raw inside 8", "raw unregistered"]])
 
 # Its work mode: the raw side and the guard, then each amount of work on the raw side and the guard
 # doing the same, the guard also to that raw side (or, under ThreadSanitizer, exit 77 as above).
-run = subprocess.run([anatomy, "--threads", "2", "2", "6", "work"], capture_output=True, text=True, timeout=100)
-work = [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
 wanted_work = [("raw", None), ("guard", None)]
 for amount in ("inside 8", "inside 32", "inside 128", "both 8"):
     wanted_work += [("raw " + amount, None), ("guard " + amount, "raw " + amount)]
-if (run.returncode, work) != ((0, wanted_work) if refused_thread else (77, [])):
-    problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6 work: exit {run.returncode}, sides {work}, "
-                    f"stderr {run.stderr.strip()[:300]!r}")
+check_sides(["--threads", "2", "2", "6", "work"], wanted_work)
 
 if problems:
     print("\n".join(problems))
