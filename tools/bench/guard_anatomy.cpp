@@ -614,7 +614,8 @@ std::string parseMode(int argc, char** argv, Mode& mode)
 // The measurements the mode asks for, printed as they finish; false, measuring nothing, where the guard's
 // inline path is diverted in this process (g_push and g_pop not the driver's: a ThreadSanitizer build, logging at trace
 // level, no asymmetric fence for leaving; thread_record.hpp): the copies call through them, and a diverted call fails,
-// which they take for a broken driver and trap on.
+// which they take for a broken driver and trap on, and the real guard would time its out-of-line path
+// instead of the one every mode is about.
 bool run(const Mode& mode)
 {
     const bench::PinToCurrentCpu pin;
@@ -694,7 +695,8 @@ int main(int argc, char** argv)
         if (!run(mode)) {
             std::fprintf(stderr, "cuctx-bench-guard-anatomy: the guard's inline path is diverted in this process (a "
                                  "ThreadSanitizer build, logging at trace level, or no asymmetric fence), so its "
-                                 "copies cannot run; nothing measured\n");
+                                 "copies cannot run and the guard would not time its inline path; nothing "
+                                 "measured\n");
             return 77;
         }
     } catch (const std::exception& e) {
