@@ -11,7 +11,7 @@ cuctx-bench-switching and cuctx-bench-modules run on the fake driver where the s
 thread (a default thread stack no mmap can give, as check_inspect.py does): each must print the
 single-thread rows it finished, say on stderr that a thread was refused and exit 1, not end in
 std::terminate; ThreadSanitizer cannot run with that stack limit (CUCTX_TEST_SANITIZE=thread), so its
-build skips that part. Last, cuctx-bench-guard-anatomy's stack sides and its parts sides run briefly.
+build skips that part. Last, cuctx-bench-guard-anatomy's stack, parts and work sides run briefly.
 """
 import os
 import re
