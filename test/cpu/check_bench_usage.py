@@ -125,14 +125,16 @@ if refused_thread:
             problems.append(f"{args[0].split('/')[-1]}, refused thread: exit {run.returncode}, "
                             f"stdout {run.stdout[-300:]!r}, stderr {run.stderr.strip()[:300]!r}")
 
-# The anatomy's multi-thread rows: a side's name, its median ratio to the raw side (finite), and
-# optionally the side it is also given to and that ratio.
-row = re.compile(r"^  (\S.*?) +(\d+\.\d+) \(\S+\) \S+?(?:, to (raw [a-z0-9 ]+?) (\d+\.\d+) \(\S+\))?$")
+# The anatomy's multi-thread rows: a side's name, its median ratio to the raw side and its 95% interval
+# (finite numbers: "nan" where rounds were lost is no row), and optionally the side it is also given to
+# and that ratio with its interval.
+interval = r"\d+\.\d+ \(\d+\.\d+-\d+\.\d+\)"
+row = re.compile(rf"^  (\S.*?) +{interval} \d+\.\d+(?:, to (raw [a-z0-9 ]+?) {interval})?$")
 
 
 def sides_of(run):
     """Each side's name and the side its second ratio is to (None where it has none)."""
-    return [(m.group(1), m.group(3)) for m in map(row.match, run.stdout.splitlines()) if m]
+    return [(m.group(1), m.group(2)) for m in map(row.match, run.stdout.splitlines()) if m]
 
 
 def check_sides(args, wanted):
@@ -140,7 +142,7 @@ def check_sides(args, wanted):
     and none)."""
     run = subprocess.run([anatomy, *args], capture_output=True, text=True, timeout=100)
     got = sides_of(run)
-    if (run.returncode, got) != ((0, wanted) if refused_thread else (77, [])):
+    if (run.returncode, got) != ((0, wanted) if refused_thread else (77, [])) or "left out" in run.stderr:
         problems.append(f"cuctx-bench-guard-anatomy {' '.join(args)}: exit {run.returncode}, sides {got}, "
                         f"stderr {run.stderr.strip()[:300]!r}")
 
@@ -157,7 +159,7 @@ if not refused_thread:
     if run.returncode != 77 or "diverted" not in run.stderr or sides:
         problems.append(f"cuctx-bench-guard-anatomy under ThreadSanitizer: exit {run.returncode}, "
                         f"stderr {run.stderr.strip()[:300]!r}")
-elif run.returncode != 0 or sides != wanted_sides:
+elif run.returncode != 0 or sides != wanted_sides or "left out" in run.stderr:
     problems.append(f"cuctx-bench-guard-anatomy --threads 2 2 6 stack: exit {run.returncode}, "
                     f"stdout {run.stdout[-500:]!r}, stderr {run.stderr.strip()[:300]!r}")
 

@@ -144,6 +144,28 @@ TEST_CASE("Rounds of sides rotate which side goes first and give each side's rat
     CHECK(r.best == std::vector<double>{40.0, 80.0, 120.0});
 }
 
+TEST_CASE("A round where a side finished no batch is left out of every side's ratios, and counted", "[bench]")
+{
+    // Round 1: side 1's window finished none (a ratio of 0); round 2: side 0's (an infinite ratio).
+    int call = 0;
+    const auto r = roundsOfSides(4, 2, [&](std::size_t side) {
+        const int round = call++ / 2;
+        if ((round == 1 && side == 1) || (round == 2 && side == 0))
+            return 0.0;
+        return side == 0 ? 10.0 : 15.0;
+    });
+    CHECK(r.emptyRounds == 2);
+    REQUIRE(r.ratios[1].size() == 4);
+    for (std::size_t side = 0; side < 2; ++side) {
+        CHECK(std::isnan(r.ratios[side][1]));
+        CHECK(std::isnan(r.ratios[side][2]));
+    }
+    CHECK(r.ratios[1][0] == 1.5);
+    CHECK(r.ratios[1][3] == 1.5);
+    CHECK(medianInterval(r.ratios[1]).median == 1.5); // not pulled towards 0 by the empty window
+    CHECK(r.best == std::vector<double>{10.0, 15.0});
+}
+
 TEST_CASE("A window's rate counts every batch its threads ran, each after every thread's set-up", "[bench]")
 {
     using Clock = std::chrono::steady_clock;

@@ -204,9 +204,13 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
             const std::size_t side = (static_cast<std::size_t>(k) + i) % sides;
             round[side] = rate(side);
         }
+        // A side's 0 would be a ratio of 0 (or, on side 0, an infinite one): a window too short for its
+        // threads, not a speed.
+        const bool empty = std::ranges::any_of(round, [](double x) { return !(std::isfinite(x) && x > 0); });
+        r.emptyRounds += empty ? 1 : 0;
         for (std::size_t side = 0; side < sides; ++side) {
             r.best[side] = std::max(r.best[side], round[side]);
-            r.ratios[side].push_back(round[side] / round[0]);
+            r.ratios[side].push_back(empty ? std::numeric_limits<double>::quiet_NaN() : round[side] / round[0]);
         }
     }
     return r;

@@ -77,10 +77,14 @@ MedianInterval medianInterval(std::vector<double> numbers);
 
 /// `sides` sides of a comparison in `rounds` rounds, every side run once a round (`rate(side)`), the
 /// order rotating so that round r starts with side r mod `sides`: each side's best rate, and each
-/// side's ratios to side 0's rate of the same round, one a round (side 0's are all 1).
+/// side's ratios to side 0's rate of the same round, one a round (side 0's are all 1). A round where a
+/// side's rate is 0 or not a finite number (a window that finished no batch) says nothing of any side:
+/// every side's ratio for it is not a number, which medianInterval leaves out, and it is counted in
+/// `emptyRounds`, for the caller to say how many of its rounds its figures rest on.
 struct RoundsOfSides {
     std::vector<double> best;
     std::vector<std::vector<double>> ratios;
+    int emptyRounds = 0;
 };
 RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<double(std::size_t side)>& rate);
 

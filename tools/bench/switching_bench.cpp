@@ -230,6 +230,7 @@ struct ThreadFigures {
     double minimal = 0;
     MedianInterval ratio;      // guard / raw
     MedianInterval floorRatio; // minimal guard / raw
+    int emptyRounds = 0;       // rounds left out: a window that finished no batch
 };
 ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Options& o)
 {
@@ -285,6 +286,7 @@ ThreadFigures compareThreads(const std::vector<cuctx::Context>& shared, const Op
     f.minimal = rounds.best[2];
     f.ratio = medianInterval(std::move(rounds.ratios[1]));
     f.floorRatio = medianInterval(std::move(rounds.ratios[2]));
+    f.emptyRounds = rounds.emptyRounds;
     return f;
 }
 
@@ -352,6 +354,11 @@ int main(int argc, char** argv)
                             f.ratio.high});
             rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)",
                             std::isfinite(f.floorRatio.median), f.floorRatio.low, f.floorRatio.high});
+            if (f.emptyRounds > 0)
+                std::fprintf(stderr,
+                             "cuctx-bench-switching: %s: %d of %d rounds left out, a window finished no "
+                             "batch (a longer --window-ms gives each thread time for one)\n",
+                             rows[rows.size() - 2].name.c_str(), f.emptyRounds, o.threadRounds);
         }
         if (!o.csv)
             std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads "
