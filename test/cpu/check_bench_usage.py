@@ -63,6 +63,9 @@ refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")
 refused(anatomy, ["--threads", "16", "2", "1000001"], "bad value '1000001' for --threads", "6 to 1000000")
 refused(anatomy, ["--threads", "16", "2", "33", "stack", "code"], "unexpected word 'code' after 'stack'")
 refused(anatomy, ["--threads", "16", "2", "33", "works"], "only 'code', 'stack' or 'work' may follow")
+# The sides' word may follow any number of the counts, the usage line's nesting: after it, nothing.
+refused(anatomy, ["--threads", "2", "work", "6"], "unexpected word '6' after 'work'")
+refused(anatomy, ["--threads", "stack", "2"], "unexpected word '2' after 'stack'")
 # Counts that would overflow what they feed (2^stages in 32 bits, megabytes << 20, an image's bytes).
 refused(pipeline, ["--stages", "32"], "cuctx-bench-pipeline:", "bad value '32' for --stages", "1 to 31")
 refused(pipeline, ["--floats", "4611686018427387904"], "bad value '4611686018427387904' for --floats")

@@ -23,7 +23,9 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -567,8 +569,8 @@ struct Mode {
     ThreadSides threadSides = ThreadSides::parts;
 };
 
-constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024] "
-                               "[contexts 1, 2, 4 or 8] [rounds, 6-1000000] [code | stack | work]]\n";
+constexpr const char* kUsage = "usage: cuctx-bench-guard-anatomy [--sweep | --code | --threads [threads, 1-1024 "
+                               "[contexts, 1, 2, 4 or 8 [rounds, 6-1000000]]] [code | stack | work]]\n";
 
 // `mode` from argv; what is wrong with it, empty where nothing is.
 std::string parseMode(int argc, char** argv, Mode& mode)
@@ -583,36 +585,42 @@ std::string parseMode(int argc, char** argv, Mode& mode)
     if (first != "--threads")
         return first.starts_with("-") ? "unknown option " + first : "unexpected word '" + first + "'";
     mode.what = Mode::What::threads;
-    // The number at argv[at] into `value` where there is one; false where it is no number within low..high.
-    auto number = [&](int at, int& value, int low, int high) {
-        return argc <= at || bench::wholeNumberIn(argv[at], low, high, value);
+    // The counts in order, each optional, then optionally the word of the sides: "--threads 8 work" is
+    // 8 threads over the default contexts and rounds, doing work. A word after the last count, or
+    // after the sides' word, is refused.
+    struct Count {
+        int* value;
+        int low;
+        int high;
+        const char* rule; // what the count must be, for the refusal
     };
-    // The word at argv[at] refused, naming which of the numbers it is and what that one must be, the
-    // same whether the word is out of range or no number: "bad value '5' for --threads (contexts, 1,
-    // 2, 4 or 8)" said neither that the 5 was the contexts nor that they must be one of these.
-    auto bad = [&](int at, const char* rule) {
-        return "bad value '" + std::string(argv[at]) + "' for --threads: the " + rule;
+    const Count counts[] = {
+        {&mode.threadCount, 1, static_cast<int>(bench::kMaxThreads), "threads must be a whole number from 1 to 1024"},
+        {&mode.contexts, 1, 8, "contexts must be 1, 2, 4 or 8"},
+        {&mode.rounds, 6, 1'000'000, "rounds must be a whole number from 6 to 1000000"},
     };
-    if (!number(2, mode.threadCount, 1, static_cast<int>(bench::kMaxThreads)))
-        return bad(2, "threads must be a whole number from 1 to 1024");
-    if (!number(3, mode.contexts, 1, 8) ||
-        (mode.contexts != 1 && mode.contexts != 2 && mode.contexts != 4 && mode.contexts != 8))
-        return bad(3, "contexts must be 1, 2, 4 or 8");
-    if (!number(4, mode.rounds, 6, 1'000'000))
-        return bad(4, "rounds must be a whole number from 6 to 1000000");
-    if (argc > 5) {
-        if (std::strcmp(argv[5], "code") == 0)
-            mode.threadSides = ThreadSides::code;
-        else if (std::strcmp(argv[5], "stack") == 0)
-            mode.threadSides = ThreadSides::stack;
-        else if (std::strcmp(argv[5], "work") == 0)
-            mode.threadSides = ThreadSides::work;
-        else
-            return "unexpected word '" + std::string(argv[5]) +
-                   "' after --threads' rounds (only 'code', 'stack' or 'work' may follow)";
+    const std::pair<const char*, ThreadSides> words[] = {
+        {"code", ThreadSides::code}, {"stack", ThreadSides::stack}, {"work", ThreadSides::work}};
+    std::size_t next = 0; // the next count
+    for (int at = 2; at < argc; ++at) {
+        const std::string word = argv[at];
+        if (mode.threadSides != ThreadSides::parts)
+            return "unexpected word '" + word + "' after '" + argv[at - 1] + "'";
+        const auto sides = std::ranges::find(words, word, [](const auto& w) { return std::string_view(w.first); });
+        if (sides != std::end(words)) {
+            mode.threadSides = sides->second;
+            continue;
+        }
+        if (next == std::size(counts))
+            return "unexpected word '" + word + "' after --threads' rounds (only 'code', 'stack' or 'work' may follow)";
+        // A word that is no count in range says which count it stands for and what that one must be:
+        // "bad value '5' for --threads (contexts, 1, 2, 4 or 8)" said neither that the 5 was the
+        // contexts nor that they must be one of these.
+        const Count& c = counts[next++];
+        if (!bench::wholeNumberIn(argv[at], c.low, c.high, *c.value) ||
+            (c.value == &mode.contexts && (mode.contexts & (mode.contexts - 1)) != 0))
+            return "bad value '" + word + "' for --threads: the " + c.rule;
     }
-    if (argc > 6)
-        return "unexpected word '" + std::string(argv[6]) + "' after '" + argv[5] + "'";
     return {};
 }
 
