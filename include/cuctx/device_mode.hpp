@@ -29,11 +29,16 @@ struct DeviceMode {
     std::optional<bool> persistence; ///< persistence mode (nvmlDeviceGetPersistenceMode)
     std::optional<bool> mig;         ///< the GPU is partitioned (nvmlDeviceGetMigMode); CUDA then shows one instance
     std::optional<int> migInstances; ///< MIG instances on the GPU that holds this device
-    std::string nvmlProblem;         ///< why NVML could not say, empty when it could
+    /// NVML was loaded and knows this device: false where nvmlProblem says why NVML said nothing.
+    bool nvmlAnswered = false;
+    /// Why NVML could not say, empty when it could: NVML unavailable, the device unknown to it, or each
+    /// query that failed otherwise than "not supported" (the call and NVML's error), "; " between them.
+    std::string nvmlProblem;
 };
 
 /// Every visible device's mode, in ordinal order. Creates no context. Never fails for NVML: its
-/// part is left empty (nvmlProblem says why). Throws Error for the driver's load errors.
+/// part is left empty (nvmlProblem says why, unless the device does not support the query). Throws Error for the
+/// driver's load errors.
 ///
 /// Thread-safe.
 CUCTX_API std::vector<DeviceMode> deviceModes();

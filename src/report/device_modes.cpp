@@ -34,17 +34,27 @@ std::vector<DeviceMode> deviceModes()
                 m.nvmlProblem = "NVML does not know " + uuids[i];
                 continue;
             }
+            // A query NVML refuses for this device (not supported: the device does not say) leaves its
+            // field absent; one that fails otherwise says why in nvmlProblem, so that an absent field is
+            // never unexplained.
+            m.nvmlAnswered = true;
+            auto answered = [&](const char* call, detail::NvmlReturn r) {
+                if (r != detail::kNvmlSuccess && r != detail::kNvmlNotSupported)
+                    m.nvmlProblem += std::string(m.nvmlProblem.empty() ? "" : "; ") + call + " failed with " +
+                                     detail::nvmlResultText(api, r);
+                return r == detail::kNvmlSuccess;
+            };
             int persistence = 0;
             if (api.nvmlDeviceGetPersistenceMode != nullptr &&
-                api.nvmlDeviceGetPersistenceMode(h, &persistence) == detail::kNvmlSuccess)
+                answered("nvmlDeviceGetPersistenceMode", api.nvmlDeviceGetPersistenceMode(h, &persistence)))
                 m.persistence = persistence != 0;
             unsigned current = 0, pending = 0, count = 0;
             if (api.nvmlDeviceGetMigMode != nullptr &&
-                api.nvmlDeviceGetMigMode(h, &current, &pending) == detail::kNvmlSuccess)
+                answered("nvmlDeviceGetMigMode", api.nvmlDeviceGetMigMode(h, &current, &pending)))
                 m.mig = current != 0;
             if (m.mig == true && api.nvmlDeviceGetMaxMigDeviceCount != nullptr &&
                 api.nvmlDeviceGetMigDeviceHandleByIndex != nullptr &&
-                api.nvmlDeviceGetMaxMigDeviceCount(h, &count) == detail::kNvmlSuccess) {
+                answered("nvmlDeviceGetMaxMigDeviceCount", api.nvmlDeviceGetMaxMigDeviceCount(h, &count))) {
                 int present = 0;
                 for (unsigned k = 0; k < count; ++k) {
                     detail::NvmlDevice instance = nullptr;
@@ -56,7 +66,7 @@ std::vector<DeviceMode> deviceModes()
                 try {
                     m.mpsClients = static_cast<int>(detail::nvmlProcesses(api, h, true).size());
                 } catch (const Error& e) {
-                    m.nvmlProblem = e.detail();
+                    m.nvmlProblem += (m.nvmlProblem.empty() ? "" : "; ") + e.detail();
                 }
             }
         }

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -237,7 +238,10 @@ void checkComputeModes(Findings& f)
 void checkModes(Findings& f)
 {
     const std::vector<DeviceMode> modes = deviceModes();
-    const std::string nvmlProblem = modes.empty() ? std::string() : modes.front().nvmlProblem;
+    // NVML is unavailable where it answered for no device (a device it does not know, or a query it
+    // refused, leaves the others checked).
+    const bool nvmlAnswered =
+        modes.empty() || std::ranges::any_of(modes, [](const DeviceMode& m) { return m.nvmlAnswered; });
     bool anyMps = false;
     for (const DeviceMode& m : modes) {
         if (!m.mps)
@@ -256,8 +260,8 @@ void checkModes(Findings& f)
     if (!anyMps)
         f.add("mps", Severity::ok, "no device is shared through MPS");
 
-    if (!nvmlProblem.empty()) {
-        const std::string why = "not checked: NVML is unavailable (" + nvmlProblem + ")";
+    if (!nvmlAnswered) {
+        const std::string why = "not checked: NVML is unavailable (" + modes.front().nvmlProblem + ")";
         const std::string fix = "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it";
         f.add("mig", Severity::note, why, fix);
         f.add("persistence", Severity::note, why, fix);
@@ -284,9 +288,15 @@ void checkModes(Findings& f)
         else if (!anyMig)
             f.add("mig", Severity::ok, "no GPU is in MIG mode");
         std::string off;
-        for (const DeviceMode& m : modes)
+        for (const DeviceMode& m : modes) {
             if (m.persistence == false)
                 off += (off.empty() ? "" : ", ") + std::to_string(m.ordinal);
+            if (!m.persistence && !m.nvmlProblem.empty())
+                f.add("persistence", Severity::note,
+                      "persistence mode not known on device " + std::to_string(m.ordinal) + ": " + m.nvmlProblem,
+                      "nvidia-smi -q shows what NVML reads there; NVML_ERROR_NO_PERMISSION wants a user allowed to "
+                      "query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot");
+        }
         if (off.empty())
             f.add("persistence", Severity::ok, "persistence mode is on wherever NVML says");
         else

@@ -319,6 +319,24 @@ expect("devices --json without NVML: null, not a guess, and why",
        len(got) == 2 and all(m["persistence_mode"] is None and m["mig"] is None and m["mps_client_processes"] is None
                              and m["nvml_problem"] for m in got.values()), str(got))
 
+# One query NVML refuses on one device: that field null with the call and NVML's error in nvml_problem,
+# the rest known; "not supported" (the device does not say) is null with no problem.
+refusing = dict(CUCTX_FAKE_NVML_PERSISTENCE="0,1", CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:4")
+got = device_modes("devices --json with a persistence query refused", **refusing)
+expect("devices --json, a query refused on device 1: null there, and the call and error named",
+       got.get(0, {}).get("persistence_mode") is True and got[0]["nvml_problem"] is None and
+       got.get(1, {}).get("persistence_mode") is None and got[1]["mig"] is False and
+       "nvmlDeviceGetPersistenceMode failed with NVML_ERROR_NO_PERMISSION" in (got[1]["nvml_problem"] or ""), str(got))
+got = device_modes("devices --json with persistence not supported", CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:3")
+expect("devices --json, persistence not supported on device 1: null, no problem",
+       got.get(1, {}).get("persistence_mode") is None and got[1]["nvml_problem"] is None and got[1]["mig"] is False,
+       str(got))
+r = run(["devices", "-v"], **refusing)
+expect("devices -v, a query refused: unknown with NVML there, and the problem shown",
+       "persistence mode                   unknown (NVML does not say)" in r.stdout and
+       "NVML problem                       nvmlDeviceGetPersistenceMode failed" in r.stdout and
+       "unknown (no NVML)" not in r.stdout, r.stdout)
+
 
 def findings(**env):
     r = run(["doctor", "--json"], **env)
@@ -342,6 +360,11 @@ code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0", CUCTX_FAKE_NVML_PROCESS
 expect("doctor: this rank's Exclusive Process device held by another process is an error (exit 11)", code == 11 and
        any(c == "compute-mode" and s == "error" and "process 4001" in t and "LOCAL_RANK" in t for c, s, t in found),
        str(found))
+code, found = findings(**refusing)
+expect("doctor, one query refused: that device's persistence noted as not known, NVML not called unavailable, MIG still checked",
+       any(c == "persistence" and s == "note" and "persistence mode not known on device 1: nvmlDeviceGetPersistenceMode" in t
+           for c, s, t in found) and not any("NVML is unavailable" in t for c, s, t in found) and
+       any(c == "mig" and s == "ok" for c, s, t in found), str(found))
 code, found = findings(CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("doctor without NVML: mig and persistence not checked, said so", code == 0 and
        any(c == "persistence" and s == "note" and "NVML is unavailable" in t for c, s, t in found), str(found))

@@ -12,6 +12,8 @@
 //   CUCTX_FAKE_NVML_COMPUTE_MODE     "DEVICE:MODE,..." (0 default, 2 prohibited, 3 exclusive process)
 //   CUCTX_FAKE_NVML_INIT_RESULT      what nvmlInit_v2 returns (default 0, NVML_SUCCESS)
 //   CUCTX_FAKE_NVML_PROCESS_RESULT   what the process lists return (default 0)
+//   CUCTX_FAKE_NVML_PERSISTENCE_RESULT  "DEVICE:RESULT,...": what nvmlDeviceGetPersistenceMode returns
+//                                    there instead of success
 // This process appears on every device where the fake driver (when loaded in it) holds a context:
 // an active primary context or a created one, CUCTX_FAKE_NVML_SELF_MIB (default 520) each, as the
 // real NVML lists a process once its context exists.
@@ -97,6 +99,7 @@ struct State {
     std::vector<Entry> processes, mps; // configured, other processes
     std::vector<bool> persistence, mig;
     std::vector<int> computeMode;
+    std::vector<int> persistenceResult;
     int migInstances = 2;
     unsigned long long selfBytes = 520ULL << 20;
     Return processResult = kSuccess;
@@ -189,12 +192,17 @@ void configure(State& s)
     s.persistence = deviceSet("CUCTX_FAKE_NVML_PERSISTENCE", n);
     s.mig = deviceSet("CUCTX_FAKE_NVML_MIG", n);
     s.migInstances = envInt("CUCTX_FAKE_NVML_MIG_INSTANCES", 2);
-    s.computeMode.assign(static_cast<std::size_t>(n), 0);
-    for (const std::string& item : split(std::getenv("CUCTX_FAKE_NVML_COMPUTE_MODE"), ',')) {
-        int d = 0, mode = 0;
-        if (std::sscanf(item.c_str(), "%d:%d", &d, &mode) == 2 && d >= 0 && d < n)
-            s.computeMode[static_cast<std::size_t>(d)] = mode;
-    }
+    // "DEVICE:VALUE,..." into `values`, one for each device (0 where the list names none).
+    auto perDevice = [&](const char* name, std::vector<int>& values) {
+        values.assign(static_cast<std::size_t>(n), 0);
+        for (const std::string& item : split(std::getenv(name), ',')) {
+            int d = 0, value = 0;
+            if (std::sscanf(item.c_str(), "%d:%d", &d, &value) == 2 && d >= 0 && d < n)
+                values[static_cast<std::size_t>(d)] = value;
+        }
+    };
+    perDevice("CUCTX_FAKE_NVML_COMPUTE_MODE", s.computeMode);
+    perDevice("CUCTX_FAKE_NVML_PERSISTENCE_RESULT", s.persistenceResult);
     for (int d = 0; d < n; ++d)
         if (s.mig[static_cast<std::size_t>(d)])
             for (int k = 0; k < s.migInstances; ++k) {
@@ -367,6 +375,8 @@ Return nvmlDeviceGetPersistenceMode(void* device, int* mode)
     const FakeDevice* d = deviceOf(device);
     if (d == nullptr)
         return kInvalidArgument;
+    if (const int r = s.persistenceResult[static_cast<std::size_t>(d->index)]; r != kSuccess)
+        return r;
     *mode = s.persistence[static_cast<std::size_t>(d->index)] ? 1 : 0;
     return kSuccess;
 }

@@ -109,7 +109,9 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
             auto row = [](const char* name, const std::string& value) {
                 std::printf("  %-34s %s\n", name, value.c_str());
             };
-            auto nvml = [&](std::optional<bool> on) { return on ? (*on ? "on" : "off") : "unknown (no NVML)"; };
+            auto nvml = [&](std::optional<bool> on) {
+                return on ? (*on ? "on" : "off") : m.nvmlAnswered ? "unknown (NVML does not say)" : "unknown (no NVML)";
+            };
             row("MPS", m.mps ? "on (at most 60 client contexts per device)" : "off");
             if (m.mps && m.mpsClients)
                 row("MPS client processes", std::to_string(*m.mpsClients));
@@ -117,6 +119,8 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
             row("MIG", m.mig == true ? "on, " + std::to_string(m.migInstances.value_or(0)) +
                                            " instances (CUDA shows one per process)"
                                      : nvml(m.mig));
+            if (!m.nvmlProblem.empty())
+                row("NVML problem", m.nvmlProblem);
         }
     }
 }
