@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "cuctx/device_mode.hpp"
+#include "report/device_modes.hpp"
 
 #include "cuctx/device.hpp"
 #include "cuctx/error.hpp"
@@ -10,73 +10,106 @@
 #include <cuda.h>
 
 namespace cuctx {
+namespace detail {
+namespace {
 
-std::vector<DeviceMode> deviceModes()
+// The handle of the device with `uuid` failed (nvmlHandlesOf gave none): why, NVML's own error where it
+// gave one other than "not found".
+std::string handleProblem(const NvmlApi& api, const std::string& uuid)
+{
+    NvmlDevice d = nullptr;
+    const NvmlReturn r = api.nvmlDeviceGetHandleByUUID(uuid.c_str(), &d);
+    if (r == kNvmlSuccess || r == kNvmlNotFound)
+        return "NVML does not know " + uuid;
+    return "nvmlDeviceGetHandleByUUID(" + uuid + ") failed with " + nvmlResultText(api, r);
+}
+
+// NVML's part of `m`, through the device's handle `h`, each query's failure into `p`.
+void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m, ModeProblems& p)
+{
+    // A query the device does not support leaves its field absent with nothing said; one that fails
+    // otherwise says why, so that an absent field is never unexplained.
+    auto answered = [&](std::string& problem, const char* call, NvmlReturn r) {
+        if (r != kNvmlSuccess && r != kNvmlNotSupported)
+            problem = std::string(call) + " failed with " + nvmlResultText(api, r);
+        return r == kNvmlSuccess;
+    };
+    int persistence = 0;
+    if (api.nvmlDeviceGetPersistenceMode != nullptr &&
+        answered(p.persistence, "nvmlDeviceGetPersistenceMode", api.nvmlDeviceGetPersistenceMode(h, &persistence)))
+        m.persistence = persistence != 0;
+    unsigned current = 0, pending = 0, count = 0;
+    if (api.nvmlDeviceGetMigMode != nullptr &&
+        answered(p.mig, "nvmlDeviceGetMigMode", api.nvmlDeviceGetMigMode(h, &current, &pending)))
+        m.mig = current != 0;
+    if (m.mig == true && api.nvmlDeviceGetMaxMigDeviceCount != nullptr &&
+        api.nvmlDeviceGetMigDeviceHandleByIndex != nullptr &&
+        answered(p.migInstances, "nvmlDeviceGetMaxMigDeviceCount", api.nvmlDeviceGetMaxMigDeviceCount(h, &count))) {
+        int present = 0;
+        for (unsigned k = 0; k < count; ++k) {
+            NvmlDevice instance = nullptr;
+            present += api.nvmlDeviceGetMigDeviceHandleByIndex(h, k, &instance) == kNvmlSuccess;
+        }
+        m.migInstances = present;
+    }
+    if (m.mps && (api.mpsProcessesV2 != nullptr || api.mpsProcessesV1 != nullptr)) {
+        try {
+            m.mpsClients = static_cast<int>(nvmlProcesses(api, h, true).size());
+        } catch (const Error& e) {
+            p.mpsClients = e.call() + " failed: " + e.detail();
+        }
+    }
+}
+
+} // namespace
+
+ModesReport deviceModesReport()
 {
     const std::vector<Device> devices = Device::all();
-    std::vector<DeviceMode> modes;
+    ModesReport report;
     std::vector<std::string> uuids;
     for (const Device& d : devices) {
         DeviceMode m;
         m.ordinal = d.ordinal();
         m.computeMode = d.nativeAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);
         m.mps = d.nativeAttribute(CU_DEVICE_ATTRIBUTE_MPS_ENABLED) != 0;
-        modes.push_back(m);
+        report.modes.push_back(m);
         uuids.push_back(d.uuid());
     }
+    report.problems.resize(report.modes.size());
     try {
-        const detail::NvmlApi& api = detail::nvml("cuctx::deviceModes");
-        const std::vector<detail::NvmlDevice> handles = detail::nvmlHandlesOf(api, uuids);
-        for (std::size_t i = 0; i < modes.size(); ++i) {
-            DeviceMode& m = modes[i];
-            const detail::NvmlDevice h = handles[i];
-            if (h == nullptr) {
-                m.nvmlProblem = "NVML does not know " + uuids[i];
+        const NvmlApi& api = nvml("cuctx::deviceModes");
+        report.nvmlLoaded = true;
+        const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
+        for (std::size_t i = 0; i < report.modes.size(); ++i) {
+            if (handles[i] == nullptr) {
+                report.problems[i].device = handleProblem(api, uuids[i]);
                 continue;
             }
-            // A query NVML refuses for this device (not supported: the device does not say) leaves its
-            // field absent; one that fails otherwise says why in nvmlProblem, so that an absent field is
-            // never unexplained.
-            m.nvmlAnswered = true;
-            auto answered = [&](const char* call, detail::NvmlReturn r) {
-                if (r != detail::kNvmlSuccess && r != detail::kNvmlNotSupported)
-                    m.nvmlProblem += std::string(m.nvmlProblem.empty() ? "" : "; ") + call + " failed with " +
-                                     detail::nvmlResultText(api, r);
-                return r == detail::kNvmlSuccess;
-            };
-            int persistence = 0;
-            if (api.nvmlDeviceGetPersistenceMode != nullptr &&
-                answered("nvmlDeviceGetPersistenceMode", api.nvmlDeviceGetPersistenceMode(h, &persistence)))
-                m.persistence = persistence != 0;
-            unsigned current = 0, pending = 0, count = 0;
-            if (api.nvmlDeviceGetMigMode != nullptr &&
-                answered("nvmlDeviceGetMigMode", api.nvmlDeviceGetMigMode(h, &current, &pending)))
-                m.mig = current != 0;
-            if (m.mig == true && api.nvmlDeviceGetMaxMigDeviceCount != nullptr &&
-                api.nvmlDeviceGetMigDeviceHandleByIndex != nullptr &&
-                answered("nvmlDeviceGetMaxMigDeviceCount", api.nvmlDeviceGetMaxMigDeviceCount(h, &count))) {
-                int present = 0;
-                for (unsigned k = 0; k < count; ++k) {
-                    detail::NvmlDevice instance = nullptr;
-                    present += api.nvmlDeviceGetMigDeviceHandleByIndex(h, k, &instance) == detail::kNvmlSuccess;
-                }
-                m.migInstances = present;
-            }
-            if (m.mps && (api.mpsProcessesV2 != nullptr || api.mpsProcessesV1 != nullptr)) {
-                try {
-                    m.mpsClients = static_cast<int>(detail::nvmlProcesses(api, h, true).size());
-                } catch (const Error& e) {
-                    m.nvmlProblem += (m.nvmlProblem.empty() ? "" : "; ") + e.detail();
-                }
-            }
+            report.modes[i].nvmlAnswered = true;
+            askNvml(api, handles[i], report.modes[i], report.problems[i]);
         }
     } catch (const Error& e) {
         if (e.condition() != Errc::nvml_unavailable)
             throw;
-        for (DeviceMode& m : modes)
-            m.nvmlProblem = e.detail();
+        for (ModeProblems& p : report.problems)
+            p.device = e.detail();
     }
-    return modes;
+    for (std::size_t i = 0; i < report.modes.size(); ++i) {
+        const ModeProblems& p = report.problems[i];
+        std::string& joined = report.modes[i].nvmlProblem;
+        for (const std::string* part : {&p.device, &p.persistence, &p.mig, &p.migInstances, &p.mpsClients})
+            if (!part->empty())
+                joined += (joined.empty() ? "" : "; ") + *part;
+    }
+    return report;
+}
+
+} // namespace detail
+
+std::vector<DeviceMode> deviceModes()
+{
+    return detail::deviceModesReport().modes;
 }
 
 } // namespace cuctx

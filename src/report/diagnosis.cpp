@@ -13,6 +13,7 @@
 #include "format/printable.hpp"
 #include "format/report_format.hpp"
 #include "process/environment.hpp"
+#include "report/device_modes.hpp"
 
 #include <unistd.h>
 
@@ -237,19 +238,23 @@ void checkComputeModes(Findings& f)
 // MPS, MIG and persistence (deviceModes), and Exclusive Process devices another process holds.
 void checkModes(Findings& f)
 {
-    const std::vector<DeviceMode> modes = deviceModes();
-    // NVML is unavailable where it answered for no device (a device it does not know, or a query it
-    // refused, leaves the others checked).
+    const detail::ModesReport report = detail::deviceModesReport();
+    const std::vector<DeviceMode>& modes = report.modes;
+    // NVML answered where it did for any device: a device it does not know, or a query it refused, leaves
+    // the others checked, and says what it could not check.
     const bool nvmlAnswered =
         modes.empty() || std::ranges::any_of(modes, [](const DeviceMode& m) { return m.nvmlAnswered; });
     bool anyMps = false;
-    for (const DeviceMode& m : modes) {
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+        const DeviceMode& m = modes[i];
         if (!m.mps)
             continue;
         anyMps = true;
+        const std::string& problem = report.problems[i].mpsClients;
         const std::string which = "device " + std::to_string(m.ordinal);
-        const std::string clients =
-            m.mpsClients ? std::to_string(*m.mpsClients) + " client process(es) now" : "clients not counted";
+        const std::string clients = m.mpsClients      ? std::to_string(*m.mpsClients) + " client process(es) now"
+                                    : problem.empty() ? "clients not counted"
+                                                      : "clients not counted: " + problem;
         const bool full = m.mpsClients && *m.mpsClients >= kMpsClientContextLimit;
         f.add("mps", full ? Severity::warning : Severity::note,
               which + " is shared through MPS (" + clients + "): the server allows at most " +
@@ -260,22 +265,45 @@ void checkModes(Findings& f)
     if (!anyMps)
         f.add("mps", Severity::ok, "no device is shared through MPS");
 
+    const char* const nvmlFix = "nvidia-smi -q shows what NVML reads there; NVML_ERROR_NO_PERMISSION wants a user "
+                                "allowed to query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot";
     if (!nvmlAnswered) {
-        const std::string why = "not checked: NVML is unavailable (" + modes.front().nvmlProblem + ")";
-        const std::string fix = "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it";
-        f.add("mig", Severity::note, why, fix);
-        f.add("persistence", Severity::note, why, fix);
+        const std::string& why = report.problems.front().device;
+        const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
+                                                      : "not checked: NVML is unavailable (" + why + ")";
+        const std::string fix = report.nvmlLoaded
+                                    ? std::string(nvmlFix)
+                                    : "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it";
+        f.add("mig", Severity::note, summary, fix);
+        f.add("persistence", Severity::note, summary, fix);
     } else {
+        // A field NVML could not read on a device: a note naming the device and the call that failed.
+        auto unknown = [&](const char* check, const char* what, std::size_t i, const std::string& problem) {
+            const std::string& why = report.problems[i].device.empty() ? problem : report.problems[i].device;
+            if (why.empty())
+                return false; // the device does not support the query: nothing to say
+            f.add(check, Severity::note,
+                  std::string(what) + " not known on device " + std::to_string(modes[i].ordinal) + ": " + why, nvmlFix);
+            return true;
+        };
         bool anyMig = false;
-        for (const DeviceMode& m : modes)
+        bool migUnknown = false;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            const DeviceMode& m = modes[i];
             if (m.mig == true) {
                 anyMig = true;
+                const std::string& countProblem = report.problems[i].migInstances;
+                const std::string instances = m.migInstances         ? std::to_string(*m.migInstances) + " instances"
+                                              : countProblem.empty() ? "instances not counted"
+                                                                     : "instances not counted: " + countProblem;
                 f.add("mig", Severity::note,
-                      "device " + std::to_string(m.ordinal) + " is on a GPU in MIG mode (" +
-                          std::to_string(m.migInstances.value_or(0)) +
-                          " instances); CUDA enumerates only one MIG instance per process",
+                      "device " + std::to_string(m.ordinal) + " is on a GPU in MIG mode (" + instances +
+                          "); CUDA enumerates only one MIG instance per process",
                       "give each process its own instance: CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them)");
+            } else if (!m.mig) {
+                migUnknown = unknown("mig", "MIG mode", i, report.problems[i].mig) || migUnknown;
             }
+        }
         int migEntries = 0;
         if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
             for (const std::string& e : split(cvd, ','))
@@ -285,26 +313,32 @@ void checkModes(Findings& f)
                   "CUDA_VISIBLE_DEVICES names " + std::to_string(migEntries) +
                       " MIG instances, but CUDA uses only the first in a process",
                   "start one process per MIG instance, each with its own CUDA_VISIBLE_DEVICES");
-        else if (!anyMig)
+        else if (!anyMig && !migUnknown)
             f.add("mig", Severity::ok, "no GPU is in MIG mode");
         std::string off;
-        for (const DeviceMode& m : modes) {
+        bool persistenceUnknown = false;
+        bool anyKnown = false;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            const DeviceMode& m = modes[i];
+            anyKnown = anyKnown || m.persistence.has_value();
             if (m.persistence == false)
                 off += (off.empty() ? "" : ", ") + std::to_string(m.ordinal);
-            if (!m.persistence && !m.nvmlProblem.empty())
-                f.add("persistence", Severity::note,
-                      "persistence mode not known on device " + std::to_string(m.ordinal) + ": " + m.nvmlProblem,
-                      "nvidia-smi -q shows what NVML reads there; NVML_ERROR_NO_PERMISSION wants a user allowed to "
-                      "query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot");
+            else if (!m.persistence)
+                persistenceUnknown =
+                    unknown("persistence", "persistence mode", i, report.problems[i].persistence) || persistenceUnknown;
         }
-        if (off.empty())
-            f.add("persistence", Severity::ok, "persistence mode is on wherever NVML says");
-        else
+        if (!off.empty())
             f.add("persistence", Severity::note,
                   "persistence mode is off on device(s) " + off +
                       ": the driver tears the GPU down when its last process exits, and each start pays for "
                       "bringing it up again",
                   "nvidia-smi -pm 1 (as root), or run nvidia-persistenced");
+        else if (anyKnown && !persistenceUnknown)
+            f.add("persistence", Severity::ok, "persistence mode is on wherever NVML says");
+        else if (!persistenceUnknown)
+            f.add("persistence", Severity::note,
+                  "no device says whether persistence mode is on (NVML does not "
+                  "support the query here)");
     }
 
     // Exclusive Process: another process holding the device means this one cannot make a context there.
@@ -314,8 +348,21 @@ void checkModes(Findings& f)
         for (GpuProcess& p : processes())
             if (!p.self)
                 others.push_back(std::move(p));
-    } catch (const Error&) {
-        return; // NVML's absence is reported above
+    } catch (const Error& e) {
+        // NVML's absence is noted above; a process list it refused is noted here, where it leaves an
+        // Exclusive Process device unchecked.
+        std::string unchecked;
+        for (const DeviceMode& m : modes)
+            if (m.computeMode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
+                unchecked += (unchecked.empty() ? "" : ", ") + std::to_string(m.ordinal);
+        if (nvmlAnswered && !unchecked.empty())
+            f.add("compute-mode", Severity::note,
+                  "device(s) " + unchecked +
+                      " in compute mode Exclusive Process not checked for another process "
+                      "holding them: " +
+                      e.call() + " failed: " + e.detail(),
+                  e.hint());
+        return;
     }
     std::optional<int> bound;
     std::string boundWhy;

@@ -333,9 +333,8 @@ expect("devices --json, persistence not supported on device 1: null, no problem"
        str(got))
 r = run(["devices", "-v"], **refusing)
 expect("devices -v, a query refused: unknown with NVML there, and the problem shown",
-       "persistence mode                   unknown (NVML does not say)" in r.stdout and
-       "NVML problem                       nvmlDeviceGetPersistenceMode failed" in r.stdout and
-       "unknown (no NVML)" not in r.stdout, r.stdout)
+       "persistence mode                   unknown (see NVML problem)" in r.stdout and
+       "NVML problem                       nvmlDeviceGetPersistenceMode failed" in r.stdout, r.stdout)
 
 
 def findings(**env):
@@ -365,6 +364,24 @@ expect("doctor, one query refused: that device's persistence noted as not known,
        any(c == "persistence" and s == "note" and "persistence mode not known on device 1: nvmlDeviceGetPersistenceMode" in t
            for c, s, t in found) and not any("NVML is unavailable" in t for c, s, t in found) and
        any(c == "mig" and s == "ok" for c, s, t in found), str(found))
+# Each check names its own query's failure: the MIG mode refused on device 1 is a MIG note (not "ok"); a
+# persistence mode the device does not support is no note, whatever else failed there (the MPS clients).
+code, found = findings(CUCTX_FAKE_NVML_MIG_RESULT="1:15", CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_PROCESS_RESULT="4",
+                       CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:3")
+expect("doctor, MIG mode refused on device 1: noted with its call, no 'ok' for MIG",
+       any(c == "mig" and s == "note" and "MIG mode not known on device 1: nvmlDeviceGetMigMode failed with "
+           "NVML_ERROR_GPU_IS_LOST" in t for c, s, t in found) and not any(c == "mig" and s == "ok" for c, s, t in found),
+       str(found))
+expect("doctor, MPS clients refused: said in the MPS note with the call, not as a persistence problem",
+       any(c == "mps" and "clients not counted: nvmlDeviceGetMPSComputeRunningProcesses failed" in t
+           for c, s, t in found) and not any(c == "persistence" and "not known" in t for c, s, t in found),
+       str(found))
+# An Exclusive Process device whose other processes NVML would not list: noted, not passed over.
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESSES="4242@1:100",
+                       CUCTX_FAKE_NVML_PROCESS_RESULT="4")
+expect("doctor, process list refused: the Exclusive Process device noted as not checked",
+       any(c == "compute-mode" and s == "note" and "device(s) 1 in compute mode Exclusive Process not checked" in t
+           and "NVML_ERROR_NO_PERMISSION" in t for c, s, t in found), str(found))
 code, found = findings(CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("doctor without NVML: mig and persistence not checked, said so", code == 0 and
        any(c == "persistence" and s == "note" and "NVML is unavailable" in t for c, s, t in found), str(found))

@@ -14,6 +14,7 @@
 //   CUCTX_FAKE_NVML_PROCESS_RESULT   what the process lists return (default 0)
 //   CUCTX_FAKE_NVML_PERSISTENCE_RESULT  "DEVICE:RESULT,...": what nvmlDeviceGetPersistenceMode returns
 //                                    there instead of success
+//   CUCTX_FAKE_NVML_MIG_RESULT       the same for nvmlDeviceGetMigMode
 // This process appears on every device where the fake driver (when loaded in it) holds a context:
 // an active primary context or a created one, CUCTX_FAKE_NVML_SELF_MIB (default 520) each, as the
 // real NVML lists a process once its context exists.
@@ -100,6 +101,7 @@ struct State {
     std::vector<bool> persistence, mig;
     std::vector<int> computeMode;
     std::vector<int> persistenceResult;
+    std::vector<int> migResult;
     int migInstances = 2;
     unsigned long long selfBytes = 520ULL << 20;
     Return processResult = kSuccess;
@@ -203,6 +205,7 @@ void configure(State& s)
     };
     perDevice("CUCTX_FAKE_NVML_COMPUTE_MODE", s.computeMode);
     perDevice("CUCTX_FAKE_NVML_PERSISTENCE_RESULT", s.persistenceResult);
+    perDevice("CUCTX_FAKE_NVML_MIG_RESULT", s.migResult);
     for (int d = 0; d < n; ++d)
         if (s.mig[static_cast<std::size_t>(d)])
             for (int k = 0; k < s.migInstances; ++k) {
@@ -401,6 +404,8 @@ Return nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending)
         return kInvalidArgument;
     if (d->migInstance >= 0)
         return kNotSupported;
+    if (const int r = s.migResult[static_cast<std::size_t>(d->index)]; r != kSuccess)
+        return r;
     *current = *pending = s.mig[static_cast<std::size_t>(d->index)] ? 1 : 0;
     return kSuccess;
 }

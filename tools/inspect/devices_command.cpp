@@ -110,15 +110,17 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
                 std::printf("  %-34s %s\n", name, value.c_str());
             };
             auto nvml = [&](std::optional<bool> on) {
-                return on ? (*on ? "on" : "off") : m.nvmlAnswered ? "unknown (NVML does not say)" : "unknown (no NVML)";
+                if (on)
+                    return *on ? "on" : "off";
+                return m.nvmlProblem.empty() ? "unknown (the device does not say)" : "unknown (see NVML problem)";
             };
             row("MPS", m.mps ? "on (at most 60 client contexts per device)" : "off");
             if (m.mps && m.mpsClients)
                 row("MPS client processes", std::to_string(*m.mpsClients));
             row("persistence mode", nvml(m.persistence));
-            row("MIG", m.mig == true ? "on, " + std::to_string(m.migInstances.value_or(0)) +
-                                           " instances (CUDA shows one per process)"
-                                     : nvml(m.mig));
+            const std::string instances =
+                m.migInstances ? std::to_string(*m.migInstances) + " instances" : "instances not counted";
+            row("MIG", m.mig == true ? "on, " + instances + " (CUDA shows one per process)" : nvml(m.mig));
             if (!m.nvmlProblem.empty())
                 row("NVML problem", m.nvmlProblem);
         }
