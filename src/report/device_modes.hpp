@@ -25,9 +25,9 @@ struct ModeProblems {
 };
 
 struct ModesReport {
-    std::vector<DeviceMode> modes;     ///< what deviceModes() returns
+    std::vector<DeviceMode> modes;      ///< what deviceModes() returns
     std::vector<ModeProblems> problems; ///< one for each of `modes`
-    bool nvmlLoaded = false;           ///< NVML loaded and initialised (it may still know no device)
+    bool nvmlLoaded = false;            ///< NVML loaded and initialised (it may still know no device)
 };
 
 /// deviceModes() and each field's problem. Throws as deviceModes() does.

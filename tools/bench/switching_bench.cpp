@@ -357,8 +357,9 @@ int main(int argc, char** argv)
             if (f.emptyRounds > 0)
                 std::fprintf(stderr,
                              "cuctx-bench-switching: %s: %d of %d rounds left out, a window finished no "
-                             "batch (a longer --window-ms gives each thread time for one)\n",
-                             rows[rows.size() - 2].name.c_str(), f.emptyRounds, o.threadRounds);
+                             "batch (a longer --window-ms gives each thread time for one)%s\n",
+                             rows[rows.size() - 2].name.c_str(), f.emptyRounds, o.threadRounds,
+                             o.threadRounds - f.emptyRounds < 6 ? "; under 6 left, too few for a 95% interval" : "");
         }
         if (!o.csv)
             std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads "
