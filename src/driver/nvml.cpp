@@ -192,8 +192,10 @@ const NvmlApi& nvml(const char* who)
     return s->nvml->api;
 }
 
-std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps)
+std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed)
 {
+    if (listed != nullptr)
+        *listed = false;
     const auto v2 = mps ? api.mpsProcessesV2 : api.computeProcessesV2;
     const auto v1 = mps ? api.mpsProcessesV1 : api.computeProcessesV1;
     const char* call = mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";
@@ -224,6 +226,8 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
                                    : "Check that nvidia-smi lists the processes";
                 throw Error(std::move(info));
             }
+            if (listed != nullptr)
+                *listed = true;
             for (unsigned i = 0; i < count && i < buffer.size() / 2; ++i) {
                 NvmlProcess p;
                 p.pid = buffer[i].pid;

@@ -115,8 +115,10 @@ struct NvmlProcess {
 };
 
 /// The compute processes (or, with `mps`, the MPS clients) on `device`, growing the buffer as NVML
-/// asks. An absent MPS entry point gives no process. Throws Errc::driver_error naming the call.
-std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps);
+/// asks. An absent entry point, or a device that does not support the list (not a compute device, no
+/// MPS server), gives no process, and false in `*listed` where given. Throws Errc::driver_error naming
+/// the call.
+std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed = nullptr);
 
 /// The handle of the device whose UUID is `uuid` ("GPU-..." or "MIG-..."), or nullptr when NVML
 /// does not know it.

@@ -13,17 +13,6 @@ namespace cuctx {
 namespace detail {
 namespace {
 
-// The handle of the device with `uuid` failed (nvmlHandlesOf gave none): why, NVML's own error where it
-// gave one other than "not found".
-std::string handleProblem(const NvmlApi& api, const std::string& uuid)
-{
-    NvmlDevice d = nullptr;
-    const NvmlReturn r = api.nvmlDeviceGetHandleByUUID(uuid.c_str(), &d);
-    if (r == kNvmlSuccess || r == kNvmlNotFound)
-        return "NVML does not know " + uuid;
-    return "nvmlDeviceGetHandleByUUID(" + uuid + ") failed with " + nvmlResultText(api, r);
-}
-
 // NVML's part of `m`, through the device's handle `h`, each query's failure into `p`.
 void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m, ModeProblems& p)
 {
@@ -45,16 +34,24 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m, ModeProblems& p)
     if (m.mig == true && api.nvmlDeviceGetMaxMigDeviceCount != nullptr &&
         api.nvmlDeviceGetMigDeviceHandleByIndex != nullptr &&
         answered(p.migInstances, "nvmlDeviceGetMaxMigDeviceCount", api.nvmlDeviceGetMaxMigDeviceCount(h, &count))) {
+        // NVML_ERROR_NOT_FOUND: no instance in that slot; any other failure leaves the count unknown.
         int present = 0;
-        for (unsigned k = 0; k < count; ++k) {
+        for (unsigned k = 0; k < count && p.migInstances.empty(); ++k) {
             NvmlDevice instance = nullptr;
-            present += api.nvmlDeviceGetMigDeviceHandleByIndex(h, k, &instance) == kNvmlSuccess;
+            const NvmlReturn r = api.nvmlDeviceGetMigDeviceHandleByIndex(h, k, &instance);
+            present += r == kNvmlSuccess;
+            if (r != kNvmlSuccess && r != kNvmlNotFound)
+                p.migInstances = "nvmlDeviceGetMigDeviceHandleByIndex failed with " + nvmlResultText(api, r);
         }
-        m.migInstances = present;
+        if (p.migInstances.empty())
+            m.migInstances = present;
     }
     if (m.mps && (api.mpsProcessesV2 != nullptr || api.mpsProcessesV1 != nullptr)) {
         try {
-            m.mpsClients = static_cast<int>(nvmlProcesses(api, h, true).size());
+            bool listed = false;
+            const std::size_t clients = nvmlProcesses(api, h, true, &listed).size();
+            if (listed) // else not supported here: absent, nothing to say
+                m.mpsClients = static_cast<int>(clients);
         } catch (const Error& e) {
             p.mpsClients = e.call() + " failed: " + e.detail();
         }
@@ -83,7 +80,7 @@ ModesReport deviceModesReport()
         const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
         for (std::size_t i = 0; i < report.modes.size(); ++i) {
             if (handles[i] == nullptr) {
-                report.problems[i].device = handleProblem(api, uuids[i]);
+                report.problems[i].device = nvmlHandleProblem(api, uuids[i]);
                 continue;
             }
             report.modes[i].nvmlAnswered = true;
@@ -94,6 +91,7 @@ ModesReport deviceModesReport()
             throw;
         for (ModeProblems& p : report.problems)
             p.device = e.detail();
+        report.nvmlHint = e.hint();
     }
     for (std::size_t i = 0; i < report.modes.size(); ++i) {
         const ModeProblems& p = report.problems[i];

@@ -28,6 +28,7 @@ struct ModesReport {
     std::vector<DeviceMode> modes;      ///< what deviceModes() returns
     std::vector<ModeProblems> problems; ///< one for each of `modes`
     bool nvmlLoaded = false;            ///< NVML loaded and initialised (it may still know no device)
+    std::string nvmlHint;               ///< what to do where it did not load or initialise
 };
 
 /// deviceModes() and each field's problem. Throws as deviceModes() does.

@@ -14,6 +14,7 @@
 #include "format/report_format.hpp"
 #include "process/environment.hpp"
 #include "report/device_modes.hpp"
+#include "report/gpu_processes.hpp"
 
 #include <unistd.h>
 
@@ -250,7 +251,8 @@ void checkModes(Findings& f)
         if (!m.mps)
             continue;
         anyMps = true;
-        const std::string& problem = report.problems[i].mpsClients;
+        const std::string& problem =
+            report.problems[i].device.empty() ? report.problems[i].mpsClients : report.problems[i].device;
         const std::string which = "device " + std::to_string(m.ordinal);
         const std::string clients = m.mpsClients      ? std::to_string(*m.mpsClients) + " client process(es) now"
                                     : problem.empty() ? "clients not counted"
@@ -268,12 +270,20 @@ void checkModes(Findings& f)
     const char* const nvmlFix = "nvidia-smi -q shows what NVML reads there; NVML_ERROR_NO_PERMISSION wants a user "
                                 "allowed to query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot";
     if (!nvmlAnswered) {
-        const std::string& why = report.problems.front().device;
+        // Unavailable: one reason for every device. Loaded: each device's own (not known, or refused).
+        std::string why = report.problems.front().device;
+        if (report.nvmlLoaded) {
+            why.clear();
+            for (std::size_t i = 0; i < modes.size(); ++i)
+                why += (why.empty() ? "" : "; ") + ("device " + std::to_string(modes[i].ordinal) + ": ") +
+                       report.problems[i].device;
+        }
         const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
                                                       : "not checked: NVML is unavailable (" + why + ")";
-        const std::string fix = report.nvmlLoaded
-                                    ? std::string(nvmlFix)
-                                    : "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it";
+        const std::string fix =
+            report.nvmlLoaded         ? "nvidia-smi -L lists the GPUs NVML sees, nvidia-smi -q what it reads there"
+            : report.nvmlHint.empty() ? "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it"
+                                      : report.nvmlHint;
         f.add("mig", Severity::note, summary, fix);
         f.add("persistence", Severity::note, summary, fix);
     } else {
@@ -342,28 +352,25 @@ void checkModes(Findings& f)
     }
 
     // Exclusive Process: another process holding the device means this one cannot make a context there.
-    // Its name is what its owner chose: printable in the finding, which doctor shows on a terminal.
+    // Its name is what its owner chose: printable in the finding, which doctor shows on a terminal. Each
+    // device's list on its own: one NVML cannot give leaves that device unchecked, said so, not the others.
+    std::vector<std::string> unlisted(modes.size());
     std::vector<GpuProcess> others;
     try {
-        for (GpuProcess& p : processes())
+        for (GpuProcess& p : detail::processesFrom(detail::nvml("cuctx-inspect doctor"), &unlisted))
             if (!p.self)
                 others.push_back(std::move(p));
-    } catch (const Error& e) {
-        // NVML's absence is noted above; a process list it refused is noted here, where it leaves an
-        // Exclusive Process device unchecked.
-        std::string unchecked;
-        for (const DeviceMode& m : modes)
-            if (m.computeMode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
-                unchecked += (unchecked.empty() ? "" : ", ") + std::to_string(m.ordinal);
-        if (nvmlAnswered && !unchecked.empty())
-            f.add("compute-mode", Severity::note,
-                  "device(s) " + unchecked +
-                      " in compute mode Exclusive Process not checked for another process "
-                      "holding them: " +
-                      e.call() + " failed: " + e.detail(),
-                  e.hint());
-        return;
+    } catch (const Error& e) { // NVML unavailable (noted above for MIG and persistence), or the driver
+        std::ranges::fill(unlisted, e.detail());
     }
+    for (std::size_t i = 0; i < modes.size() && i < unlisted.size(); ++i)
+        if (modes[i].computeMode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS && !unlisted[i].empty())
+            f.add("compute-mode", Severity::note,
+                  "device " + std::to_string(modes[i].ordinal) +
+                      " is in compute mode Exclusive Process, and NVML could not list the processes that hold it: " +
+                      unlisted[i],
+                  "nvidia-smi -q -d PIDS lists them; a context here fails with CUDA_ERROR_DEVICE_BUSY while another "
+                  "process holds the device");
     std::optional<int> bound;
     std::string boundWhy;
     try {

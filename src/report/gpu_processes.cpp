@@ -154,7 +154,20 @@ void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::stri
                   " though its binding (" + binding + ") allows " + allows;
 }
 
-std::vector<GpuProcess> processesFrom(const NvmlApi& api)
+std::string nvmlHandleProblem(const NvmlApi& api, const std::string& uuid)
+{
+    for (const std::string& name : {uuid, uuid.starts_with("GPU-") ? "MIG-" + uuid.substr(4) : std::string()}) {
+        NvmlDevice d = nullptr;
+        if (name.empty())
+            continue;
+        if (const NvmlReturn r = api.nvmlDeviceGetHandleByUUID(name.c_str(), &d);
+            r != kNvmlSuccess && r != kNvmlNotFound)
+            return "nvmlDeviceGetHandleByUUID(" + name + ") failed with " + nvmlResultText(api, r);
+    }
+    return "NVML does not know " + uuid;
+}
+
+std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<std::string>* unlisted)
 {
     const std::vector<Device> devices = Device::all();
     std::vector<std::string> uuids;
@@ -162,13 +175,30 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api)
     for (const Device& d : devices)
         uuids.push_back(d.uuid());
     const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
+    if (unlisted != nullptr)
+        unlisted->assign(handles.size(), std::string());
     std::map<unsigned, GpuProcess> byPid;
     for (std::size_t o = 0; o < handles.size(); ++o) {
-        if (handles[o] == nullptr)
-            continue; // NVML does not know it (another driver instance): nothing to list
+        if (handles[o] == nullptr) {
+            // NVML does not know it (another driver instance): nothing to list
+            if (unlisted != nullptr)
+                (*unlisted)[o] = nvmlHandleProblem(api, uuids[o]);
+            continue;
+        }
+        // Both lists first, so that a device whose second list fails adds nothing.
+        std::vector<NvmlProcess> lists[2];
+        try {
+            lists[0] = nvmlProcesses(api, handles[o], false);
+            lists[1] = nvmlProcesses(api, handles[o], true);
+        } catch (const Error& e) {
+            if (unlisted == nullptr)
+                throw;
+            (*unlisted)[o] = e.call() + " failed: " + e.detail();
+            continue;
+        }
         std::set<unsigned> seen;
         for (const bool mps : {false, true}) {
-            for (const NvmlProcess& n : nvmlProcesses(api, handles[o], mps)) {
+            for (const NvmlProcess& n : lists[mps ? 1 : 0]) {
                 if (!seen.insert(n.pid).second)
                     continue; // listed as a process and as an MPS client: once
                 GpuProcess& p = byPid[n.pid];

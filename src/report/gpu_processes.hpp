@@ -14,8 +14,14 @@
 
 namespace cuctx::detail {
 
-/// cuctx::processes() through `api`.
-std::vector<GpuProcess> processesFrom(const NvmlApi& api);
+/// cuctx::processes() through `api`. With `unlisted`, a device whose processes NVML cannot list (no
+/// handle for it, a list refused) is passed over instead of failing the call, and `(*unlisted)[ordinal]`
+/// says why (empty for each device listed).
+std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<std::string>* unlisted = nullptr);
+
+/// Why NVML gave no handle for the device with `uuid` (nvmlHandlesOf's nullptr): NVML's error where it
+/// gave one other than "not found".
+std::string nvmlHandleProblem(const NvmlApi& api, const std::string& uuid);
 
 /// The NVML handle of each device UUID ("GPU-..."; a MIG instance's as "MIG-..."), nullptr for
 /// one NVML does not know.

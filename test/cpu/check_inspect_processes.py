@@ -380,8 +380,26 @@ expect("doctor, MPS clients refused: said in the MPS note with the call, not as 
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESSES="4242@1:100",
                        CUCTX_FAKE_NVML_PROCESS_RESULT="4")
 expect("doctor, process list refused: the Exclusive Process device noted as not checked",
-       any(c == "compute-mode" and s == "note" and "device(s) 1 in compute mode Exclusive Process not checked" in t
-           and "NVML_ERROR_NO_PERMISSION" in t for c, s, t in found), str(found))
+       any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML could not "
+           "list" in t and "NVML_ERROR_NO_PERMISSION" in t for c, s, t in found), str(found))
+# Refused on one device only: the other Exclusive Process device is still checked (its holder a warning, exit 10).
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0,1", CUCTX_FAKE_NVML_PROCESSES="4242@0:100",
+                       CUCTX_FAKE_NVML_LIST_RESULT="1:4")
+expect("doctor, process list refused on device 1: device 0's holder still warned of, device 1 noted",
+       code == 10 and any(c == "compute-mode" and s == "warning" and "device 0" in t and "process 4242" in t
+                          for c, s, t in found) and
+       any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML" in t
+           for c, s, t in found), str(found))
+# Without NVML, an Exclusive Process device is noted as not checked for its holders, with why.
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_NVML_PATH="/nonexistent/nvml.so")
+expect("doctor without NVML: the Exclusive Process device noted as not checked",
+       any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML could not "
+           "list" in t and "could not be loaded" in t for c, s, t in found), str(found))
+# MPS on, its client list not supported on the device: no count (null), nothing said.
+got = device_modes("devices --json, MPS client list not supported", CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_LIST_RESULT="1:3")
+expect("devices --json, MPS client list not supported: null, no problem",
+       got.get(1, {}).get("mps") is True and got[1]["mps_client_processes"] is None and got[1]["nvml_problem"] is None,
+       str(got))
 code, found = findings(CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("doctor without NVML: mig and persistence not checked, said so", code == 0 and
        any(c == "persistence" and s == "note" and "NVML is unavailable" in t for c, s, t in found), str(found))
