@@ -256,7 +256,7 @@ void checkModes(Findings& f)
         const std::string which = "device " + std::to_string(m.ordinal);
         const std::string clients = m.mpsClients      ? std::to_string(*m.mpsClients) + " client process(es) now"
                                     : problem.empty() ? "clients not counted"
-                                                      : "clients not counted: " + problem;
+                                                      : "clients not counted: " + detail::printableText(problem);
         const bool full = m.mpsClients && *m.mpsClients >= kMpsClientContextLimit;
         f.add("mps", full ? Severity::warning : Severity::note,
               which + " is shared through MPS (" + clients + "): the server allows at most " +
@@ -278,6 +278,7 @@ void checkModes(Findings& f)
                 why += (why.empty() ? "" : "; ") + ("device " + std::to_string(modes[i].ordinal) + ": ") +
                        report.problems[i].device;
         }
+        why = detail::printableText(why); // NVML's error strings, shown on a terminal
         const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
                                                       : "not checked: NVML is unavailable (" + why + ")";
         const std::string fix =
@@ -293,7 +294,9 @@ void checkModes(Findings& f)
             if (why.empty())
                 return false; // the device does not support the query: nothing to say
             f.add(check, Severity::note,
-                  std::string(what) + " not known on device " + std::to_string(modes[i].ordinal) + ": " + why, nvmlFix);
+                  std::string(what) + " not known on device " + std::to_string(modes[i].ordinal) + ": " +
+                      detail::printableText(why),
+                  nvmlFix);
             return true;
         };
         bool anyMig = false;
@@ -303,9 +306,10 @@ void checkModes(Findings& f)
             if (m.mig == true) {
                 anyMig = true;
                 const std::string& countProblem = report.problems[i].migInstances;
-                const std::string instances = m.migInstances         ? std::to_string(*m.migInstances) + " instances"
-                                              : countProblem.empty() ? "instances not counted"
-                                                                     : "instances not counted: " + countProblem;
+                const std::string instances = m.migInstances ? std::to_string(*m.migInstances) + " instances"
+                                              : countProblem.empty()
+                                                  ? "instances not counted"
+                                                  : "instances not counted: " + detail::printableText(countProblem);
                 f.add("mig", Severity::note,
                       "device " + std::to_string(m.ordinal) + " is on a GPU in MIG mode (" + instances +
                           "); CUDA enumerates only one MIG instance per process",
@@ -354,23 +358,22 @@ void checkModes(Findings& f)
     // Exclusive Process: another process holding the device means this one cannot make a context there.
     // Its name is what its owner chose: printable in the finding, which doctor shows on a terminal. Each
     // device's list on its own: one NVML cannot give leaves that device unchecked, said so, not the others.
-    std::vector<std::string> unlisted(modes.size());
+    std::vector<detail::Unlisted> unlisted(modes.size());
     std::vector<GpuProcess> others;
     try {
         for (GpuProcess& p : detail::processesFrom(detail::nvml("cuctx-inspect doctor"), &unlisted))
             if (!p.self)
                 others.push_back(std::move(p));
     } catch (const Error& e) { // NVML unavailable (noted above for MIG and persistence), or the driver
-        std::ranges::fill(unlisted, e.detail());
+        std::ranges::fill(unlisted, detail::Unlisted{e.detail(), e.hint()});
     }
     for (std::size_t i = 0; i < modes.size() && i < unlisted.size(); ++i)
-        if (modes[i].computeMode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS && !unlisted[i].empty())
+        if (modes[i].computeMode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS && !unlisted[i].why.empty())
             f.add("compute-mode", Severity::note,
                   "device " + std::to_string(modes[i].ordinal) +
-                      " is in compute mode Exclusive Process, and NVML could not list the processes that hold it: " +
-                      unlisted[i],
-                  "nvidia-smi -q -d PIDS lists them; a context here fails with CUDA_ERROR_DEVICE_BUSY while another "
-                  "process holds the device");
+                      " is in compute mode Exclusive Process, and NVML could not list every process that holds it: " +
+                      detail::printableText(unlisted[i].why),
+                  unlisted[i].hint.empty() ? "nvidia-smi -q -d PIDS lists them" : unlisted[i].hint);
     std::optional<int> bound;
     std::string boundWhy;
     try {

@@ -167,7 +167,7 @@ std::string nvmlHandleProblem(const NvmlApi& api, const std::string& uuid)
     return "NVML does not know " + uuid;
 }
 
-std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<std::string>* unlisted)
+std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>* unlisted)
 {
     const std::vector<Device> devices = Device::all();
     std::vector<std::string> uuids;
@@ -176,25 +176,35 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<std::strin
         uuids.push_back(d.uuid());
     const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
     if (unlisted != nullptr)
-        unlisted->assign(handles.size(), std::string());
+        unlisted->assign(handles.size(), Unlisted{});
+    const char* const listHint = "nvidia-smi -q -d PIDS lists a device's processes where NVML can";
     std::map<unsigned, GpuProcess> byPid;
     for (std::size_t o = 0; o < handles.size(); ++o) {
         if (handles[o] == nullptr) {
             // NVML does not know it (another driver instance): nothing to list
             if (unlisted != nullptr)
-                (*unlisted)[o] = nvmlHandleProblem(api, uuids[o]);
+                (*unlisted)[o] = {nvmlHandleProblem(api, uuids[o]), listHint};
             continue;
         }
-        // Both lists first, so that a device whose second list fails adds nothing.
+        // Without `unlisted` a refused list fails the call; with it, the device's compute processes are
+        // what it must have (an empty list, refused or not supported, passes the device over), its MPS
+        // clients what it can (a refused list keeps the compute ones, and says so).
         std::vector<NvmlProcess> lists[2];
-        try {
-            lists[0] = nvmlProcesses(api, handles[o], false);
-            lists[1] = nvmlProcesses(api, handles[o], true);
-        } catch (const Error& e) {
-            if (unlisted == nullptr)
-                throw;
-            (*unlisted)[o] = e.call() + " failed: " + e.detail();
-            continue;
+        for (const bool mps : {false, true}) {
+            try {
+                bool listed = true;
+                lists[mps ? 1 : 0] = nvmlProcesses(api, handles[o], mps, &listed);
+                if (!mps && !listed && unlisted != nullptr) {
+                    (*unlisted)[o] = {"NVML does not list this device's compute processes (not supported)", listHint};
+                    break;
+                }
+            } catch (const Error& e) {
+                if (unlisted == nullptr)
+                    throw;
+                (*unlisted)[o] = {e.call() + " failed: " + e.detail(), e.hint()};
+                if (!mps)
+                    break;
+            }
         }
         std::set<unsigned> seen;
         for (const bool mps : {false, true}) {

@@ -14,10 +14,17 @@
 
 namespace cuctx::detail {
 
+/// Why NVML could not list one device's processes, and what to do.
+struct Unlisted {
+    std::string why; ///< empty where it listed them all
+    std::string hint;
+};
+
 /// cuctx::processes() through `api`. With `unlisted`, a device whose processes NVML cannot list (no
-/// handle for it, a list refused) is passed over instead of failing the call, and `(*unlisted)[ordinal]`
-/// says why (empty for each device listed).
-std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<std::string>* unlisted = nullptr);
+/// handle for it, its compute list refused or not supported) is passed over instead of failing the
+/// call, one whose MPS client list is refused keeps what its compute list gave, and `(*unlisted)[ordinal]`
+/// says why.
+std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>* unlisted = nullptr);
 
 /// Why NVML gave no handle for the device with `uuid` (nvmlHandlesOf's nullptr): NVML's error where it
 /// gave one other than "not found".

@@ -381,7 +381,7 @@ code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESS
                        CUCTX_FAKE_NVML_PROCESS_RESULT="4")
 expect("doctor, process list refused: the Exclusive Process device noted as not checked",
        any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML could not "
-           "list" in t and "NVML_ERROR_NO_PERMISSION" in t for c, s, t in found), str(found))
+           "list every process" in t and "NVML_ERROR_NO_PERMISSION" in t for c, s, t in found), str(found))
 # Refused on one device only: the other Exclusive Process device is still checked (its holder a warning, exit 10).
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0,1", CUCTX_FAKE_NVML_PROCESSES="4242@0:100",
                        CUCTX_FAKE_NVML_LIST_RESULT="1:4")
@@ -390,13 +390,32 @@ expect("doctor, process list refused on device 1: device 0's holder still warned
                           for c, s, t in found) and
        any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML" in t
            for c, s, t in found), str(found))
+# A compute list the device "does not support" on an Exclusive Process device is no list: noted, not passed over.
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0,1", CUCTX_FAKE_NVML_PROCESSES="4242@0:100,4243@1:5",
+                       CUCTX_FAKE_NVML_LIST_RESULT="1:3")
+expect("doctor, compute list not supported on Exclusive Process device 1: noted, device 0's holder warned of",
+       code == 10 and any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process" in t
+                          and "not supported" in t for c, s, t in found) and
+       any(c == "compute-mode" and s == "warning" and "process 4242" in t for c, s, t in found), str(found))
+# An MPS client list refused keeps the holders the compute list gave (a warning), and says what it missed.
+code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="0", CUCTX_FAKE_NVML_PROCESSES="4242@0:100",
+                       CUCTX_FAKE_NVML_MPS_LIST_RESULT="0:4")
+expect("doctor, MPS list refused on Exclusive Process device 0: its compute holder still warned of, the gap noted",
+       code == 10 and any(c == "compute-mode" and s == "warning" and "process 4242" in t for c, s, t in found) and
+       any(c == "compute-mode" and s == "note" and "nvmlDeviceGetMPSComputeRunningProcesses" in t for c, s, t in found),
+       str(found))
 # Without NVML, an Exclusive Process device is noted as not checked for its holders, with why.
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_NVML_PATH="/nonexistent/nvml.so")
 expect("doctor without NVML: the Exclusive Process device noted as not checked",
        any(c == "compute-mode" and s == "note" and "device 1 is in compute mode Exclusive Process, and NVML could not "
-           "list" in t and "could not be loaded" in t for c, s, t in found), str(found))
+           "list every process" in t and "could not be loaded" in t for c, s, t in found), str(found))
+r = run(["devices", "-v"], CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_MPS_LIST_RESULT="1:4")
+expect("devices -v, MPS clients refused: the row says unknown, the problem row why",
+       "MPS client processes               unknown (see NVML problem)" in r.stdout and
+       "NVML problem                       nvmlDeviceGetMPSComputeRunningProcesses" in r.stdout, r.stdout)
 # MPS on, its client list not supported on the device: no count (null), nothing said.
-got = device_modes("devices --json, MPS client list not supported", CUCTX_FAKE_MPS="1", CUCTX_FAKE_NVML_LIST_RESULT="1:3")
+got = device_modes("devices --json, MPS client list not supported", CUCTX_FAKE_MPS="1",
+                   CUCTX_FAKE_NVML_MPS_LIST_RESULT="1:3")
 expect("devices --json, MPS client list not supported: null, no problem",
        got.get(1, {}).get("mps") is True and got[1]["mps_client_processes"] is None and got[1]["nvml_problem"] is None,
        str(got))

@@ -15,7 +15,8 @@
 //   CUCTX_FAKE_NVML_PERSISTENCE_RESULT  "DEVICE:RESULT,...": what nvmlDeviceGetPersistenceMode returns
 //                                    there instead of success
 //   CUCTX_FAKE_NVML_MIG_RESULT       the same for nvmlDeviceGetMigMode
-//   CUCTX_FAKE_NVML_LIST_RESULT      the same for both process lists (after CUCTX_FAKE_NVML_PROCESS_RESULT)
+//   CUCTX_FAKE_NVML_LIST_RESULT      the same for the compute process list (after CUCTX_FAKE_NVML_PROCESS_RESULT)
+//   CUCTX_FAKE_NVML_MPS_LIST_RESULT  the same for the MPS client list
 // This process appears on every device where the fake driver (when loaded in it) holds a context:
 // an active primary context or a created one, CUCTX_FAKE_NVML_SELF_MIB (default 520) each, as the
 // real NVML lists a process once its context exists.
@@ -104,6 +105,7 @@ struct State {
     std::vector<int> persistenceResult;
     std::vector<int> migResult;
     std::vector<int> listResult;
+    std::vector<int> mpsListResult;
     int migInstances = 2;
     unsigned long long selfBytes = 520ULL << 20;
     Return processResult = kSuccess;
@@ -209,6 +211,7 @@ void configure(State& s)
     perDevice("CUCTX_FAKE_NVML_PERSISTENCE_RESULT", s.persistenceResult);
     perDevice("CUCTX_FAKE_NVML_MIG_RESULT", s.migResult);
     perDevice("CUCTX_FAKE_NVML_LIST_RESULT", s.listResult);
+    perDevice("CUCTX_FAKE_NVML_MPS_LIST_RESULT", s.mpsListResult);
     for (int d = 0; d < n; ++d)
         if (s.mig[static_cast<std::size_t>(d)])
             for (int k = 0; k < s.migInstances; ++k) {
@@ -260,7 +263,7 @@ Return listProcesses(void* handle, unsigned* count, Record* records, bool mps)
         if (s.processResult != kSuccess)
             return s.processResult;
         if (d->migInstance < 0)
-            if (const int r = s.listResult[static_cast<std::size_t>(d->index)]; r != kSuccess)
+            if (const int r = (mps ? s.mpsListResult : s.listResult)[static_cast<std::size_t>(d->index)]; r != kSuccess)
                 return r;
         if (d->migInstance >= 0) { // processes in MIG instances are not modelled
             *count = 0;

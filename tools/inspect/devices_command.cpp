@@ -3,6 +3,7 @@
 
 #include "command_line.hpp"
 #include "format/cuda_version.hpp"
+#include "format/printable.hpp"
 #include "format/report_format.hpp"
 #include "format/report_json.hpp"
 #include "query.hpp"
@@ -115,14 +116,14 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
                 return m.nvmlProblem.empty() ? "unknown (the device does not say)" : "unknown (see NVML problem)";
             };
             row("MPS", m.mps ? "on (at most 60 client contexts per device)" : "off");
-            if (m.mps && m.mpsClients)
-                row("MPS client processes", std::to_string(*m.mpsClients));
+            if (m.mps)
+                row("MPS client processes", m.mpsClients ? std::to_string(*m.mpsClients) : nvml(std::nullopt));
             row("persistence mode", nvml(m.persistence));
             const std::string instances =
                 m.migInstances ? std::to_string(*m.migInstances) + " instances" : "instances not counted";
             row("MIG", m.mig == true ? "on, " + instances + " (CUDA shows one per process)" : nvml(m.mig));
             if (!m.nvmlProblem.empty())
-                row("NVML problem", m.nvmlProblem);
+                row("NVML problem", detail::printableText(m.nvmlProblem)); // NVML's error strings
         }
     }
 }
