@@ -251,14 +251,6 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
     return out;
 }
 
-NvmlDevice nvmlDeviceByUuid(const NvmlApi& api, const std::string& uuid)
-{
-    NvmlDevice d = nullptr;
-    if (api.nvmlDeviceGetHandleByUUID(uuid.c_str(), &d) != kNvmlSuccess)
-        return nullptr;
-    return d;
-}
-
 std::string nvmlUuidOf(const NvmlApi& api, NvmlDevice device)
 {
     char text[96] = {};

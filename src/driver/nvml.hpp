@@ -120,10 +120,6 @@ struct NvmlProcess {
 /// the call.
 std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed = nullptr);
 
-/// The handle of the device whose UUID is `uuid` ("GPU-..." or "MIG-..."), or nullptr when NVML
-/// does not know it.
-NvmlDevice nvmlDeviceByUuid(const NvmlApi& api, const std::string& uuid);
-
 /// The UUID NVML reports for `device`, or "" when it cannot say.
 std::string nvmlUuidOf(const NvmlApi& api, NvmlDevice device);
 

@@ -77,10 +77,11 @@ ModesReport deviceModesReport()
     try {
         const NvmlApi& api = nvml("cuctx::deviceModes");
         report.nvmlLoaded = true;
-        const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
+        std::vector<std::string> handleProblems;
+        const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids, &handleProblems);
         for (std::size_t i = 0; i < report.modes.size(); ++i) {
             if (handles[i] == nullptr) {
-                report.problems[i].device = nvmlHandleProblem(api, uuids[i]);
+                report.problems[i].device = handleProblems[i];
                 continue;
             }
             report.modes[i].nvmlAnswered = true;

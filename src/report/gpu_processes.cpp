@@ -63,13 +63,29 @@ std::string joinOrdinals(const std::vector<int>& ordinals)
 
 } // namespace
 
-std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std::string>& uuids)
+std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std::string>& uuids,
+                                      std::vector<std::string>* problems)
 {
     std::vector<NvmlDevice> handles;
-    for (const std::string& uuid : uuids) {
-        NvmlDevice d = nvmlDeviceByUuid(api, uuid);
-        if (d == nullptr && uuid.starts_with("GPU-")) // a MIG instance: the same digits, "MIG-"
-            d = nvmlDeviceByUuid(api, "MIG-" + uuid.substr(4));
+    if (problems != nullptr)
+        problems->assign(uuids.size(), std::string());
+    for (std::size_t i = 0; i < uuids.size(); ++i) {
+        const std::string& uuid = uuids[i];
+        NvmlDevice d = nullptr;
+        std::string refused; // the first error other than "not found", with the UUID it was for
+        // A MIG instance: the same digits, "MIG-".
+        for (const std::string& name : {uuid, uuid.starts_with("GPU-") ? "MIG-" + uuid.substr(4) : std::string()}) {
+            if (name.empty())
+                break;
+            const NvmlReturn r = api.nvmlDeviceGetHandleByUUID(name.c_str(), &d);
+            if (r == kNvmlSuccess)
+                break;
+            d = nullptr;
+            if (r != kNvmlNotFound && refused.empty())
+                refused = "nvmlDeviceGetHandleByUUID(" + name + ") failed with " + nvmlResultText(api, r);
+        }
+        if (d == nullptr && problems != nullptr)
+            (*problems)[i] = refused.empty() ? "NVML does not know " + uuid : refused;
         handles.push_back(d);
     }
     return handles;
@@ -154,19 +170,6 @@ void judgeBinding(GpuProcess& p, const NvmlApi& api, const std::vector<std::stri
                   " though its binding (" + binding + ") allows " + allows;
 }
 
-std::string nvmlHandleProblem(const NvmlApi& api, const std::string& uuid)
-{
-    for (const std::string& name : {uuid, uuid.starts_with("GPU-") ? "MIG-" + uuid.substr(4) : std::string()}) {
-        NvmlDevice d = nullptr;
-        if (name.empty())
-            continue;
-        if (const NvmlReturn r = api.nvmlDeviceGetHandleByUUID(name.c_str(), &d);
-            r != kNvmlSuccess && r != kNvmlNotFound)
-            return "nvmlDeviceGetHandleByUUID(" + name + ") failed with " + nvmlResultText(api, r);
-    }
-    return "NVML does not know " + uuid;
-}
-
 std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>* unlisted)
 {
     const std::vector<Device> devices = Device::all();
@@ -174,7 +177,8 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
     uuids.reserve(devices.size());
     for (const Device& d : devices)
         uuids.push_back(d.uuid());
-    const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids);
+    std::vector<std::string> handleProblems;
+    const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids, &handleProblems);
     if (unlisted != nullptr)
         unlisted->assign(handles.size(), Unlisted{});
     const char* const listHint = "nvidia-smi -q -d PIDS lists a device's processes where NVML can";
@@ -183,7 +187,7 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
         if (handles[o] == nullptr) {
             // NVML does not know it (another driver instance): nothing to list
             if (unlisted != nullptr)
-                (*unlisted)[o] = {nvmlHandleProblem(api, uuids[o]), listHint};
+                (*unlisted)[o] = {handleProblems[o], listHint};
             continue;
         }
         // Without `unlisted` a refused list fails the call; with it, the device's compute processes are

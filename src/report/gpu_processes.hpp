@@ -26,13 +26,11 @@ struct Unlisted {
 /// says why.
 std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>* unlisted = nullptr);
 
-/// Why NVML gave no handle for the device with `uuid` (nvmlHandlesOf's nullptr): NVML's error where it
-/// gave one other than "not found".
-std::string nvmlHandleProblem(const NvmlApi& api, const std::string& uuid);
-
 /// The NVML handle of each device UUID ("GPU-..."; a MIG instance's as "MIG-..."), nullptr for
-/// one NVML does not know.
-std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std::string>& uuids);
+/// one NVML gives none; with `problems`, why for each of those (NVML does not know it, or the error
+/// NVML gave), empty for the others.
+std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std::string>& uuids,
+                                      std::vector<std::string>* problems = nullptr);
 
 /// Fills p.boundDevices and p.stray from its CUDA_VISIBLE_DEVICES and local rank (set by the
 /// caller), given the UUIDs of the devices this process sees, by ordinal.
