@@ -22,6 +22,9 @@ struct ModeProblems {
     std::string mig;          ///< nvmlDeviceGetMigMode
     std::string migInstances; ///< nvmlDeviceGetMaxMigDeviceCount
     std::string mpsClients;
+
+    /// Why `field` (one of the above) is not known: the device's problem where it has one.
+    const std::string& about(const std::string& field) const { return device.empty() ? field : device; }
 };
 
 struct ModesReport {

@@ -251,8 +251,7 @@ void checkModes(Findings& f)
         if (!m.mps)
             continue;
         anyMps = true;
-        const std::string& problem =
-            report.problems[i].device.empty() ? report.problems[i].mpsClients : report.problems[i].device;
+        const std::string& problem = report.problems[i].about(report.problems[i].mpsClients);
         const std::string which = "device " + std::to_string(m.ordinal);
         const std::string clients = m.mpsClients      ? std::to_string(*m.mpsClients) + " client process(es) now"
                                     : problem.empty() ? "clients not counted"
@@ -290,7 +289,7 @@ void checkModes(Findings& f)
     } else {
         // A field NVML could not read on a device: a note naming the device and the call that failed.
         auto unknown = [&](const char* check, const char* what, std::size_t i, const std::string& problem) {
-            const std::string& why = report.problems[i].device.empty() ? problem : report.problems[i].device;
+            const std::string& why = report.problems[i].about(problem);
             if (why.empty())
                 return false; // the device does not support the query: nothing to say
             f.add(check, Severity::note,
