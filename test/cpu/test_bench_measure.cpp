@@ -164,6 +164,11 @@ TEST_CASE("A round where a side finished no batch is left out of every side's ra
     CHECK(r.ratios[1][3] == 1.5);
     CHECK(medianInterval(r.ratios[1]).median == 1.5); // not pulled towards 0 by the empty window
     CHECK(r.best == std::vector<double>{10.0, 15.0});
+    // What the benchmarks say of it: the count, and that 2 rounds left are too few for an interval.
+    CHECK(cuctx::bench::roundsLeftOut(r.emptyRounds, 4) ==
+          "2 of 4 rounds left out, a window finished no batch; under 6 left, too few for a 95% interval");
+    CHECK(cuctx::bench::roundsLeftOut(2, 33) == "2 of 33 rounds left out, a window finished no batch");
+    CHECK(cuctx::bench::roundsLeftOut(0, 33).empty());
 }
 
 TEST_CASE("A window's rate counts every batch its threads ran, each after every thread's set-up", "[bench]")

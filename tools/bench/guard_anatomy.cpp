@@ -553,12 +553,10 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         }
         std::printf("\n");
     }
-    if (r.emptyRounds > 0)
+    if (const std::string lost = bench::roundsLeftOut(r.emptyRounds, rounds); !lost.empty())
         std::fprintf(stderr,
-                     "cuctx-bench-guard-anatomy: %d of %d rounds left out, a window of %.0f ms finished no batch "
-                     "(fewer threads give each time for one)%s\n",
-                     r.emptyRounds, rounds, kWindowSeconds * 1e3,
-                     rounds - r.emptyRounds < 6 ? "; under 6 left, too few for a 95% interval" : "");
+                     "cuctx-bench-guard-anatomy: %s (windows of %.0f ms; fewer threads give each time for one)\n",
+                     lost.c_str(), kWindowSeconds * 1e3);
 }
 
 // What the command line asks for: the table (no words), --sweep, --code, or --threads with its numbers.

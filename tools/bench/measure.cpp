@@ -216,6 +216,15 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
     return r;
 }
 
+std::string roundsLeftOut(int emptyRounds, int rounds)
+{
+    if (emptyRounds == 0)
+        return {};
+    return std::to_string(emptyRounds) + " of " + std::to_string(rounds) +
+           " rounds left out, a window finished no batch" +
+           (rounds - emptyRounds < 6 ? "; under 6 left, too few for a 95% interval" : "");
+}
+
 double timePerIteration(long iterations, const std::function<void(long)>& loop)
 {
     const auto t0 = Clock::now();

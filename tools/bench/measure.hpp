@@ -88,6 +88,10 @@ struct RoundsOfSides {
 };
 RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<double(std::size_t side)>& rate);
 
+/// What a caller of roundsOfSides says where `emptyRounds` of its `rounds` were left out: how many, and
+/// whether those left are too few for medianInterval's interval. Empty where none was.
+std::string roundsLeftOut(int emptyRounds, int rounds);
+
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.
 /// `setUp` and `tearDown` run on each thread outside that span. Thread t runs on the t-th CPU the
