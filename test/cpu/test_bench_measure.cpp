@@ -165,10 +165,12 @@ TEST_CASE("A round where a side finished no batch is left out of every side's ra
     CHECK(medianInterval(r.ratios[1]).median == 1.5); // not pulled towards 0 by the empty window
     CHECK(r.best == std::vector<double>{10.0, 15.0});
     // What the benchmarks say of it: the count, and that 2 rounds left are too few for an interval.
-    CHECK(cuctx::bench::roundsLeftOut(r.emptyRounds, 4) ==
-          "2 of 4 rounds left out, a window finished no batch; under 6 left, too few for a 95% interval");
-    CHECK(cuctx::bench::roundsLeftOut(2, 33) == "2 of 33 rounds left out, a window finished no batch");
-    CHECK(cuctx::bench::roundsLeftOut(0, 33).empty());
+    CHECK(cuctx::bench::roundsLeftOut(r.emptyRounds, 4, " of 100 ms", "fewer threads") ==
+          "2 of 4 rounds left out, a window of 100 ms finished no batch (fewer threads); under 6 left, too few for a "
+          "95% interval");
+    CHECK(cuctx::bench::roundsLeftOut(2, 33, "", "a longer window") ==
+          "2 of 33 rounds left out, a window finished no batch (a longer window)");
+    CHECK(cuctx::bench::roundsLeftOut(0, 33, "", "a longer window").empty());
 }
 
 TEST_CASE("A window's rate counts every batch its threads ran, each after every thread's set-up", "[bench]")

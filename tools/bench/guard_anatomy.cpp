@@ -553,10 +553,12 @@ void threads(const std::vector<Context>& all, int threadCount, std::size_t count
         }
         std::printf("\n");
     }
-    if (const std::string lost = bench::roundsLeftOut(r.emptyRounds, rounds); !lost.empty())
-        std::fprintf(stderr,
-                     "cuctx-bench-guard-anatomy: %s (windows of %.0f ms; fewer threads give each time for one)\n",
-                     lost.c_str(), kWindowSeconds * 1e3);
+    char window[32];
+    std::snprintf(window, sizeof window, " of %.0f ms", kWindowSeconds * 1e3);
+    if (const std::string lost =
+            bench::roundsLeftOut(r.emptyRounds, rounds, window, "fewer threads give each time for one");
+        !lost.empty())
+        std::fprintf(stderr, "cuctx-bench-guard-anatomy: %s\n", lost.c_str());
 }
 
 // What the command line asks for: the table (no words), --sweep, --code, or --threads with its numbers.

@@ -216,12 +216,12 @@ RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<d
     return r;
 }
 
-std::string roundsLeftOut(int emptyRounds, int rounds)
+std::string roundsLeftOut(int emptyRounds, int rounds, const std::string& window, const std::string& remedy)
 {
     if (emptyRounds == 0)
         return {};
-    return std::to_string(emptyRounds) + " of " + std::to_string(rounds) +
-           " rounds left out, a window finished no batch" +
+    return std::to_string(emptyRounds) + " of " + std::to_string(rounds) + " rounds left out, a window" + window +
+           " finished no batch (" + remedy + ")" +
            (rounds - emptyRounds < 6 ? "; under 6 left, too few for a 95% interval" : "");
 }
 

@@ -88,9 +88,10 @@ struct RoundsOfSides {
 };
 RoundsOfSides roundsOfSides(int rounds, std::size_t sides, const std::function<double(std::size_t side)>& rate);
 
-/// What a caller of roundsOfSides says where `emptyRounds` of its `rounds` were left out: how many, and
-/// whether those left are too few for medianInterval's interval. Empty where none was.
-std::string roundsLeftOut(int emptyRounds, int rounds);
+/// What a caller of roundsOfSides says where `emptyRounds` of its `rounds` were left out: how many, its
+/// windows (`window`, such as " of 100 ms", or empty), what to do (`remedy`), and whether those left are
+/// too few for medianInterval's interval. Empty where none was.
+std::string roundsLeftOut(int emptyRounds, int rounds, const std::string& window, const std::string& remedy);
 
 /// Aggregate operations per second of `threads` threads each running `perThread(tasks)` after a
 /// common start: all tasks over the span from the first thread's start to the last one's finish.

@@ -354,11 +354,11 @@ int main(int argc, char** argv)
                             f.ratio.high});
             rows.push_back({"  minimal guard (floor)", mops(f.raw), mops(f.minimal), f.floorRatio.median, "(none)",
                             std::isfinite(f.floorRatio.median), f.floorRatio.low, f.floorRatio.high});
-            if (const std::string lost = roundsLeftOut(f.emptyRounds, o.threadRounds); !lost.empty())
-                std::fprintf(stderr,
-                             "cuctx-bench-switching: %s: %s (a longer --window-ms gives each thread time "
-                             "for one)\n",
-                             rows[rows.size() - 2].name.c_str(), lost.c_str());
+            if (const std::string lost = roundsLeftOut(f.emptyRounds, o.threadRounds, "",
+                                                       "a longer --window-ms gives each thread time for one");
+                !lost.empty())
+                std::fprintf(stderr, "cuctx-bench-switching: %s: %s\n", rows[rows.size() - 2].name.c_str(),
+                             lost.c_str());
         }
         if (!o.csv)
             std::printf("cuctx-bench-switching: %s, driver %d, %d pairs of runs of %ld contexts entered, %d threads "
