@@ -57,6 +57,7 @@ refused(anatomy, ["--threads", "5000"], "bad value '5000' for --threads")
 # Each of --threads' numbers says which it is and what it must be, out of range or no number.
 refused(anatomy, ["--threads", "4", "5"], "bad value '5' for --threads: the contexts must be 1, 2, 4 or 8")
 refused(anatomy, ["--threads", "16", "two"], "bad value 'two' for --threads: the contexts must be 1, 2, 4 or 8")
+refused(anatomy, ["--threads", "8", "wrok"], "bad value 'wrok' for --threads: the contexts must be 1, 2, 4 or 8 (the sides' word after the counts is 'code', 'stack' or 'work')")
 refused(anatomy, ["--threads", "0"], "bad value '0' for --threads: the threads must be a whole number from 1 to 1024")
 refused(anatomy, ["--threads", "16", "2", "5"], "bad value '5' for --threads: the rounds must be", "6 to 1000000")
 refused(anatomy, ["--threads", "16", "2", "33", "cod"], "unexpected word 'cod'")

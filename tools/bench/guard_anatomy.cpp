@@ -619,8 +619,12 @@ std::string parseMode(int argc, char** argv, Mode& mode)
         // contexts nor that they must be one of these.
         const Count& c = counts[next++];
         if (!bench::wholeNumberIn(argv[at], c.low, c.high, *c.value) ||
-            (c.value == &mode.contexts && (mode.contexts & (mode.contexts - 1)) != 0))
-            return "bad value '" + word + "' for --threads: the " + c.rule;
+            (c.value == &mode.contexts && (mode.contexts & (mode.contexts - 1)) != 0)) {
+            // A word with no digit may be a misspelt sides word as well as a bad count: say both.
+            const bool noDigit = std::ranges::none_of(word, [](char ch) { return ch >= '0' && ch <= '9'; });
+            return "bad value '" + word + "' for --threads: the " + c.rule +
+                   (noDigit ? " (the sides' word after the counts is 'code', 'stack' or 'work')" : "");
+        }
     }
     return {};
 }
