@@ -32,7 +32,8 @@ struct DeviceMode {
     /// NVML was loaded and knows this device: false where nvmlProblem says why NVML said nothing.
     bool nvmlAnswered = false;
     /// Why NVML could not say, empty when it could: NVML unavailable, the device unknown to it, or each
-    /// query that failed otherwise than "not supported" (the call and NVML's error), "; " between them.
+    /// query that failed otherwise than "not supported" ("CALL failed with NAME (N): TEXT", NVML's error's
+    /// name, number and text), "; " between them.
     std::string nvmlProblem;
 };
 

@@ -331,6 +331,14 @@ got = device_modes("devices --json with persistence not supported", CUCTX_FAKE_N
 expect("devices --json, persistence not supported on device 1: null, no problem",
        got.get(1, {}).get("persistence_mode") is None and got[1]["nvml_problem"] is None and got[1]["mig"] is False,
        str(got))
+r = run(["devices", "--query", "persistence_mode,mig.mode.current", "--format", "csv,noheader"], **refusing,
+        CUCTX_FAKE_NVML_MIG_RESULT="0:999")
+expect("devices --query, queries refused: NVML's error in brackets as nvidia-smi prints it, not [N/A]",
+       r.returncode == 0 and r.stdout == "Enabled, [Unknown Error]\n[Insufficient Permissions], Disabled\n",
+       r.stdout + r.stderr)
+r = run(["devices", "--query", "persistence_mode", "--format", "csv,noheader"], CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:3")
+expect("devices --query, persistence not supported on device 1: [N/A] there", r.returncode == 0 and
+       r.stdout == "Disabled\n[N/A]\n", r.stdout + r.stderr)
 r = run(["devices", "-v"], **refusing)
 expect("devices -v, a query refused: unknown with NVML there, and the problem shown",
        "persistence mode                   unknown (see NVML problem)" in r.stdout and

@@ -196,6 +196,23 @@ private:
     struct sigaction oldTerm_ {};
 };
 
+// An NVML field of `m` as nvidia-smi prints it: Enabled or Disabled; where NVML refused the field's `call`,
+// its error in brackets ("[Insufficient Permissions]", "[Unknown Error]", from nvmlProblem's
+// "CALL failed with NAME (N): TEXT"); "[N/A]" where the device does not support it or NVML is not there.
+std::string nvmlField(std::optional<bool> on, const DeviceMode& m, std::string_view call)
+{
+    if (on)
+        return *on ? "Enabled" : "Disabled";
+    const std::string failed = std::string(call) + " failed with ";
+    const std::size_t at = m.nvmlAnswered ? m.nvmlProblem.find(failed) : std::string::npos;
+    if (at == std::string::npos)
+        return "[N/A]";
+    const std::size_t from = at + failed.size();
+    const std::string error = m.nvmlProblem.substr(from, m.nvmlProblem.find("; ", from) - from);
+    const std::size_t text = error.find(": ");
+    return "[" + (text == std::string::npos ? error : error.substr(text + 2)) + "]";
+}
+
 } // namespace
 
 std::string formatCsv(const std::string& command, const Query& q, const std::vector<QueryRow>& rows)
@@ -231,7 +248,6 @@ std::string formatCsv(const std::string& command, const Query& q, const std::vec
 
 std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices, const std::vector<DeviceMode>& modes)
 {
-    auto enabled = [](std::optional<bool> on) -> std::string { return on ? (*on ? "Enabled" : "Disabled") : "[N/A]"; };
     std::vector<QueryRow> rows;
     for (const DeviceSnapshot& d : devices) {
         const DeviceProperties& p = d.properties;
@@ -252,9 +268,9 @@ std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices, con
             {"memory.total", std::to_string(p.totalMemory >> 20)},
             {"compute_mode", p.computeModeName()},
             {"primary_context", d.primary.active ? "active" : "inactive"},
-            {"mps", known ? enabled(m.mps) : "[N/A]"},
-            {"persistence_mode", enabled(m.persistence)},
-            {"mig.mode.current", enabled(m.mig)},
+            {"mps", known ? (m.mps ? "Enabled" : "Disabled") : "[N/A]"},
+            {"persistence_mode", nvmlField(m.persistence, m, "nvmlDeviceGetPersistenceMode")},
+            {"mig.mode.current", nvmlField(m.mig, m, "nvmlDeviceGetMigMode")},
         });
     }
     return rows;
