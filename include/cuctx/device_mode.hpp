@@ -15,6 +15,25 @@ namespace cuctx {
 /// The MPS server's limit of client contexts per device (Volta and newer; 48 before).
 inline constexpr int kMpsClientContextLimit = 60;
 
+/// Why NVML could not give each part of one device's mode: empty where it could or where the device does
+/// not support the query; "CALL failed with NAME (N): TEXT" where NVML refused a call (NVML's error's name,
+/// number and text; ": TEXT" left out where NVML has none).
+///
+/// \par Threading
+/// Thread-compatible value type.
+struct NvmlModeProblems {
+    /// NVML unavailable, or no handle for the device ("NVML does not know GPU-...", or the lookup that
+    /// failed); the fields below are then empty.
+    std::string device;
+    std::string persistence;  ///< nvmlDeviceGetPersistenceMode
+    std::string mig;          ///< nvmlDeviceGetMigMode
+    std::string migInstances; ///< counting the MIG instances (nvmlDeviceGetMaxMigDeviceCount and the lookups)
+    std::string mpsClients;   ///< listing the MPS clients
+
+    /// Why `field` (one of the members above) is not known: the device's problem where it has one.
+    const std::string& about(const std::string& field) const { return device.empty() ? field : device; }
+};
+
 /// How one device is shared and kept, from the driver and, where it is there, NVML.
 ///
 /// \par Threading
@@ -31,10 +50,10 @@ struct DeviceMode {
     std::optional<int> migInstances; ///< MIG instances on the GPU that holds this device
     /// NVML was loaded and knows this device: false where nvmlProblem says why NVML said nothing.
     bool nvmlAnswered = false;
-    /// Why NVML could not say, empty when it could: NVML unavailable, the device unknown to it, or each
-    /// query that failed otherwise than "not supported" ("CALL failed with NAME (N): TEXT", NVML's error's
-    /// name, number and text), "; " between them.
+    /// Why NVML could not say, empty when it could: nvmlProblems' non-empty members, "; " between them.
     std::string nvmlProblem;
+    /// Why NVML could not say each part, apart.
+    NvmlModeProblems nvmlProblems;
 };
 
 /// Every visible device's mode, in ordinal order. Creates no context. Never fails for NVML: its

@@ -14,8 +14,9 @@ namespace detail {
 namespace {
 
 // NVML's part of `m`, through the device's handle `h`, each query's failure into `p`.
-void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m, ModeProblems& p)
+void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
 {
+    NvmlModeProblems& p = m.nvmlProblems;
     // A query the device does not support leaves its field absent with nothing said; one that fails
     // otherwise says why, so that an absent field is never unexplained.
     auto answered = [&](std::string& problem, const char* call, NvmlReturn r) {
@@ -73,7 +74,6 @@ ModesReport deviceModesReport()
         report.modes.push_back(m);
         uuids.push_back(d.uuid());
     }
-    report.problems.resize(report.modes.size());
     try {
         const NvmlApi& api = nvml("cuctx::deviceModes");
         report.nvmlLoaded = true;
@@ -81,22 +81,22 @@ ModesReport deviceModesReport()
         const std::vector<NvmlDevice> handles = nvmlHandlesOf(api, uuids, &handleProblems);
         for (std::size_t i = 0; i < report.modes.size(); ++i) {
             if (handles[i] == nullptr) {
-                report.problems[i].device = handleProblems[i];
+                report.modes[i].nvmlProblems.device = handleProblems[i];
                 continue;
             }
             report.modes[i].nvmlAnswered = true;
-            askNvml(api, handles[i], report.modes[i], report.problems[i]);
+            askNvml(api, handles[i], report.modes[i]);
         }
     } catch (const Error& e) {
         if (e.condition() != Errc::nvml_unavailable)
             throw;
-        for (ModeProblems& p : report.problems)
-            p.device = e.detail();
+        for (DeviceMode& m : report.modes)
+            m.nvmlProblems.device = e.detail();
         report.nvmlHint = e.hint();
     }
-    for (std::size_t i = 0; i < report.modes.size(); ++i) {
-        const ModeProblems& p = report.problems[i];
-        std::string& joined = report.modes[i].nvmlProblem;
+    for (DeviceMode& m : report.modes) {
+        const NvmlModeProblems& p = m.nvmlProblems;
+        std::string& joined = m.nvmlProblem;
         for (const std::string* part : {&p.device, &p.persistence, &p.mig, &p.migInstances, &p.mpsClients})
             if (!part->empty())
                 joined += (joined.empty() ? "" : "; ") + *part;

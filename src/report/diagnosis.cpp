@@ -251,7 +251,7 @@ void checkModes(Findings& f)
         if (!m.mps)
             continue;
         anyMps = true;
-        const std::string& problem = report.problems[i].about(report.problems[i].mpsClients);
+        const std::string& problem = m.nvmlProblems.about(m.nvmlProblems.mpsClients);
         const std::string which = "device " + std::to_string(m.ordinal);
         const std::string clients = m.mpsClients      ? std::to_string(*m.mpsClients) + " client process(es) now"
                                     : problem.empty() ? "clients not counted"
@@ -270,12 +270,12 @@ void checkModes(Findings& f)
                                 "allowed to query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot";
     if (!nvmlAnswered) {
         // Unavailable: one reason for every device. Loaded: each device's own (not known, or refused).
-        std::string why = report.problems.front().device;
+        std::string why = modes.front().nvmlProblems.device;
         if (report.nvmlLoaded) {
             why.clear();
             for (std::size_t i = 0; i < modes.size(); ++i)
                 why += (why.empty() ? "" : "; ") + ("device " + std::to_string(modes[i].ordinal) + ": ") +
-                       report.problems[i].device;
+                       modes[i].nvmlProblems.device;
         }
         why = detail::printableText(why); // NVML's error strings, shown on a terminal
         const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
@@ -289,7 +289,7 @@ void checkModes(Findings& f)
     } else {
         // A field NVML could not read on a device: a note naming the device and the call that failed.
         auto unknown = [&](const char* check, const char* what, std::size_t i, const std::string& problem) {
-            const std::string& why = report.problems[i].about(problem);
+            const std::string& why = modes[i].nvmlProblems.about(problem);
             if (why.empty())
                 return false; // the device does not support the query: nothing to say
             f.add(check, Severity::note,
@@ -304,7 +304,7 @@ void checkModes(Findings& f)
             const DeviceMode& m = modes[i];
             if (m.mig == true) {
                 anyMig = true;
-                const std::string& countProblem = report.problems[i].migInstances;
+                const std::string& countProblem = m.nvmlProblems.migInstances;
                 const std::string instances = m.migInstances ? std::to_string(*m.migInstances) + " instances"
                                               : countProblem.empty()
                                                   ? "instances not counted"
@@ -314,7 +314,7 @@ void checkModes(Findings& f)
                           "); CUDA enumerates only one MIG instance per process",
                       "give each process its own instance: CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them)");
             } else if (!m.mig) {
-                migUnknown = unknown("mig", "MIG mode", i, report.problems[i].mig) || migUnknown;
+                migUnknown = unknown("mig", "MIG mode", i, m.nvmlProblems.mig) || migUnknown;
             }
         }
         int migEntries = 0;
@@ -338,7 +338,7 @@ void checkModes(Findings& f)
                 off += (off.empty() ? "" : ", ") + std::to_string(m.ordinal);
             else if (!m.persistence)
                 persistenceUnknown =
-                    unknown("persistence", "persistence mode", i, report.problems[i].persistence) || persistenceUnknown;
+                    unknown("persistence", "persistence mode", i, m.nvmlProblems.persistence) || persistenceUnknown;
         }
         if (!off.empty())
             f.add("persistence", Severity::note,

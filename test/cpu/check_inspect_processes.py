@@ -339,6 +339,27 @@ expect("devices --query, queries refused: NVML's error in brackets as nvidia-smi
 r = run(["devices", "--query", "persistence_mode", "--format", "csv,noheader"], CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:3")
 expect("devices --query, persistence not supported on device 1: [N/A] there", r.returncode == 0 and
        r.stdout == "Disabled\n[N/A]\n", r.stdout + r.stderr)
+# Each field from its own call's problem: another call's error, whatever its text, never fills it, and
+# NVML's text is kept whole; no text gives the error's name; a refused handle lookup is each field's refusal.
+mixed = dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:4", CUCTX_FAKE_NVML_MIG_RESULT="1:3",
+             CUCTX_FAKE_NVML_ERROR_TEXT="4:No; way: nvmlDeviceGetMigMode failed with X (1): Leaked")
+r = run(["devices", "-i", "1", "--query", "persistence_mode,mig.mode.current", "--format", "csv,noheader"], **mixed)
+expect("devices --query, persistence refused with a text naming another call, MIG not supported",
+       r.returncode == 0 and r.stdout == '[No; way: nvmlDeviceGetMigMode failed with X (1): Leaked], [N/A]\n',
+       r.stdout + r.stderr)
+r = run(["devices", "-v", "-i", "1"], **mixed)
+expect("devices -v: MIG not supported reads so though persistence has a problem",
+       "MIG                                unknown (the device does not say)" in r.stdout and
+       "persistence mode                   unknown (see NVML problem)" in r.stdout, r.stdout)
+r = run(["devices", "--query", "persistence_mode", "--format", "csv,noheader"], CUCTX_FAKE_NVML_PERSISTENCE_RESULT="0:4",
+        CUCTX_FAKE_NVML_ERROR_TEXT="4:")
+expect("devices --query, a refusal NVML gives no text for: its name", r.returncode == 0 and
+       r.stdout == "[NVML_ERROR_NO_PERMISSION (4)]\nDisabled\n", r.stdout + r.stderr)
+r = run(["devices", "--query", "persistence_mode,mig.mode.current", "--format", "csv,noheader"],
+        CUCTX_FAKE_NVML_HANDLE_RESULT="0:4")
+expect("devices --query, device 0's handle lookup refused: the refusal in both fields there",
+       r.returncode == 0 and r.stdout == "[Insufficient Permissions], [Insufficient Permissions]\nDisabled, Disabled\n",
+       r.stdout + r.stderr)
 r = run(["devices", "-v"], **refusing)
 expect("devices -v, a query refused: unknown with NVML there, and the problem shown",
        "persistence mode                   unknown (see NVML problem)" in r.stdout and

@@ -17,6 +17,9 @@
 //   CUCTX_FAKE_NVML_MIG_RESULT       the same for nvmlDeviceGetMigMode
 //   CUCTX_FAKE_NVML_LIST_RESULT      the same for the compute process list (after CUCTX_FAKE_NVML_PROCESS_RESULT)
 //   CUCTX_FAKE_NVML_MPS_LIST_RESULT  the same for the MPS client list
+//   CUCTX_FAKE_NVML_HANDLE_RESULT    the same for nvmlDeviceGetHandleByUUID (a GPU's UUID and its MIG- form)
+//   CUCTX_FAKE_NVML_ERROR_TEXT       "RESULT:TEXT": what nvmlErrorString gives for RESULT (TEXT may be empty,
+//                                    or hold any character but NUL)
 // This process appears on every device where the fake driver (when loaded in it) holds a context:
 // an active primary context or a created one, CUCTX_FAKE_NVML_SELF_MIB (default 520) each, as the
 // real NVML lists a process once its context exists.
@@ -106,6 +109,7 @@ struct State {
     std::vector<int> migResult;
     std::vector<int> listResult;
     std::vector<int> mpsListResult;
+    std::vector<int> handleResult;
     int migInstances = 2;
     unsigned long long selfBytes = 520ULL << 20;
     Return processResult = kSuccess;
@@ -212,6 +216,7 @@ void configure(State& s)
     perDevice("CUCTX_FAKE_NVML_MIG_RESULT", s.migResult);
     perDevice("CUCTX_FAKE_NVML_LIST_RESULT", s.listResult);
     perDevice("CUCTX_FAKE_NVML_MPS_LIST_RESULT", s.mpsListResult);
+    perDevice("CUCTX_FAKE_NVML_HANDLE_RESULT", s.handleResult);
     for (int d = 0; d < n; ++d)
         if (s.mig[static_cast<std::size_t>(d)])
             for (int k = 0; k < s.migInstances; ++k) {
@@ -316,6 +321,10 @@ Return nvmlShutdown()
 
 const char* nvmlErrorString(Return r)
 {
+    // The environment's string itself: it lives as long as the variable is not set again.
+    if (const char* v = std::getenv("CUCTX_FAKE_NVML_ERROR_TEXT"); v != nullptr)
+        if (const char* colon = std::strchr(v, ':'); colon != nullptr && std::atoi(v) == r)
+            return colon + 1;
     switch (r) {
     case 0: return "Success";
     case 1: return "Uninitialized";
@@ -361,6 +370,8 @@ Return nvmlDeviceGetHandleByUUID(const char* uuid, void** device)
         return kUninitialized;
     for (FakeDevice* d : s.devices)
         if (d->uuid == uuid) {
+            if (const int r = s.handleResult[static_cast<std::size_t>(d->index)]; r != kSuccess)
+                return r;
             *device = d;
             return kSuccess;
         }

@@ -110,18 +110,22 @@ void printTable(const Driver::Status& st, const std::vector<DeviceSnapshot>& dev
             auto row = [](const char* name, const std::string& value) {
                 std::printf("  %-34s %s\n", name, value.c_str());
             };
-            auto nvml = [&](std::optional<bool> on) {
+            // A field not known: NVML said why (its own problem or the device's), or the device does not say.
+            auto nvml = [&](std::optional<bool> on, const std::string& problem) {
                 if (on)
                     return *on ? "on" : "off";
-                return m.nvmlProblem.empty() ? "unknown (the device does not say)" : "unknown (see NVML problem)";
+                return m.nvmlProblems.about(problem).empty() ? "unknown (the device does not say)"
+                                                             : "unknown (see NVML problem)";
             };
+            const NvmlModeProblems& p = m.nvmlProblems;
             row("MPS", m.mps ? "on (at most 60 client contexts per device)" : "off");
             if (m.mps)
-                row("MPS client processes", m.mpsClients ? std::to_string(*m.mpsClients) : nvml(std::nullopt));
-            row("persistence mode", nvml(m.persistence));
+                row("MPS client processes",
+                    m.mpsClients ? std::to_string(*m.mpsClients) : nvml(std::nullopt, p.mpsClients));
+            row("persistence mode", nvml(m.persistence, p.persistence));
             const std::string instances =
                 m.migInstances ? std::to_string(*m.migInstances) + " instances" : "instances not counted";
-            row("MIG", m.mig == true ? "on, " + instances + " (CUDA shows one per process)" : nvml(m.mig));
+            row("MIG", m.mig == true ? "on, " + instances + " (CUDA shows one per process)" : nvml(m.mig, p.mig));
             if (!m.nvmlProblem.empty())
                 row("NVML problem", detail::printableText(m.nvmlProblem)); // NVML's error strings
         }

@@ -196,21 +196,22 @@ private:
     struct sigaction oldTerm_ {};
 };
 
-// An NVML field of `m` as nvidia-smi prints it: Enabled or Disabled; where NVML refused the field's `call`,
-// its error in brackets ("[Insufficient Permissions]", "[Unknown Error]", from nvmlProblem's
-// "CALL failed with NAME (N): TEXT"); "[N/A]" where the device does not support it or NVML is not there.
-std::string nvmlField(std::optional<bool> on, const DeviceMode& m, std::string_view call)
+// An NVML field as nvidia-smi prints it: Enabled or Disabled; where NVML refused the call that gives it (the
+// field's own, or the device's handle lookup), its error in brackets: "[Insufficient Permissions]", the
+// TEXT of `problem`'s "CALL failed with NAME (N): TEXT", or "[NAME (N)]" where NVML gave no text; "[N/A]"
+// where the device does not support the query, NVML is not there or does not know the device.
+std::string nvmlField(std::optional<bool> on, const NvmlModeProblems& problems, const std::string& problem)
 {
     if (on)
         return *on ? "Enabled" : "Disabled";
-    const std::string failed = std::string(call) + " failed with ";
-    const std::size_t at = m.nvmlAnswered ? m.nvmlProblem.find(failed) : std::string::npos;
+    const std::string& why = problems.about(problem);
+    const std::string failed = " failed with ";
+    const std::size_t at = why.starts_with("nvml") ? why.find(failed) : std::string::npos;
     if (at == std::string::npos)
         return "[N/A]";
     const std::size_t from = at + failed.size();
-    const std::string error = m.nvmlProblem.substr(from, m.nvmlProblem.find("; ", from) - from);
-    const std::size_t text = error.find(": ");
-    return "[" + (text == std::string::npos ? error : error.substr(text + 2)) + "]";
+    const std::size_t text = why.find(": ", from);
+    return "[" + (text == std::string::npos ? why.substr(from) : why.substr(text + 2)) + "]";
 }
 
 } // namespace
@@ -269,8 +270,8 @@ std::vector<QueryRow> deviceRows(const std::vector<DeviceSnapshot>& devices, con
             {"compute_mode", p.computeModeName()},
             {"primary_context", d.primary.active ? "active" : "inactive"},
             {"mps", known ? (m.mps ? "Enabled" : "Disabled") : "[N/A]"},
-            {"persistence_mode", nvmlField(m.persistence, m, "nvmlDeviceGetPersistenceMode")},
-            {"mig.mode.current", nvmlField(m.mig, m, "nvmlDeviceGetMigMode")},
+            {"persistence_mode", nvmlField(m.persistence, m.nvmlProblems, m.nvmlProblems.persistence)},
+            {"mig.mode.current", nvmlField(m.mig, m.nvmlProblems, m.nvmlProblems.mig)},
         });
     }
     return rows;
