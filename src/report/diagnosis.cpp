@@ -266,8 +266,17 @@ void checkModes(Findings& f)
     if (!anyMps)
         f.add("mps", Severity::ok, "no device is shared through MPS");
 
-    const char* const nvmlFix = "nvidia-smi -q shows what NVML reads there; NVML_ERROR_NO_PERMISSION wants a user "
-                                "allowed to query the GPU, NVML_ERROR_GPU_IS_LOST a reset or a reboot";
+    // What to do about one field's problem: the advice that fits its cause, not every cause's.
+    auto nvmlFix = [](const std::string& why) -> std::string {
+        if (why.starts_with("NVML does not know"))
+            return "nvidia-smi -L lists the GPUs NVML sees; where this one is missing, NVML and the CUDA driver see "
+                   "different GPUs (a driver and its libraries of different installs)";
+        if (why.find("NVML_ERROR_NO_PERMISSION") != std::string::npos)
+            return "run as a user allowed to query the GPU; nvidia-smi -q shows what NVML reads there";
+        if (why.find("NVML_ERROR_GPU_IS_LOST") != std::string::npos)
+            return "the GPU has fallen off the bus: it needs a reset or a reboot (the kernel log says more)";
+        return "nvidia-smi -q shows what NVML reads there";
+    };
     if (!nvmlAnswered) {
         // Unavailable: one reason for every device. Loaded: each device's own (not known, or refused).
         std::string why = modes.front().nvmlProblems.device;
@@ -295,7 +304,7 @@ void checkModes(Findings& f)
             f.add(check, Severity::note,
                   std::string(what) + " not known on device " + std::to_string(modes[i].ordinal) + ": " +
                       detail::printableText(why),
-                  nvmlFix);
+                  nvmlFix(why));
             return true;
         };
         bool anyMig = false;

@@ -405,6 +405,32 @@ expect("doctor, MPS clients refused: said in the MPS note with the call, not as 
        any(c == "mps" and "clients not counted: nvmlDeviceGetMPSComputeRunningProcesses failed" in t
            for c, s, t in found) and not any(c == "persistence" and "not known" in t for c, s, t in found),
        str(found))
+
+
+def advice_for(check, words, **env):
+    """The advice of doctor's first `check` finding whose summary holds `words`; None where there is none."""
+    r = run(["doctor", "--json"], **env)
+    try:
+        return next((f["advice"] for f in json.loads(r.stdout)["findings"]
+                     if f["check"] == check and words in f["summary"]), None)
+    except (json.JSONDecodeError, KeyError):
+        return None
+
+
+# The advice fits the cause: a device NVML does not know, a refused query, a lost GPU, anything else.
+for env, words, wanted, unwanted in [
+        (dict(CUCTX_FAKE_NVML_DEVICES="1"), "not known on device 1: NVML does not know GPU-", "nvidia-smi -L",
+         "NVML_ERROR_"),
+        (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:4"), "not known on device 1: nvmlDeviceGetPersistenceMode",
+         "a user allowed to query the GPU", "reset"),
+        (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:15"), "not known on device 1: nvmlDeviceGetPersistenceMode",
+         "a reset or a reboot", "a user allowed"),
+        (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:999"), "not known on device 1: nvmlDeviceGetPersistenceMode",
+         "nvidia-smi -q", "a user allowed")]:
+    got = advice_for("persistence", words, **env)
+    expect(f"doctor's advice for '{words}' ({env}) fits it", got is not None and wanted in got and unwanted not in got,
+           str(got))
+
 # An Exclusive Process device whose other processes NVML would not list: noted, not passed over.
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESSES="4242@1:100",
                        CUCTX_FAKE_NVML_PROCESS_RESULT="4")
