@@ -9,6 +9,7 @@ usage: check_inspect_processes.py INSPECT FAKE_DRIVER FAKE_NVML SCHEMA_DIR
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -417,6 +418,13 @@ def advice_for(check, words, **env):
         return None
 
 
+r = run(["doctor"], CUCTX_FAKE_NVML_PERSISTENCE_RESULT="0:4,1:999")
+expect("doctor's first line counts checks, and findings where a check has several",
+       r.stdout.startswith("cuctx-inspect doctor: 12 checks, 13 findings, 0 errors, 0 warnings, 2 notes\n"),
+       r.stdout)
+r = run(["doctor"])
+expect("doctor's first line: no findings count where each check has one",
+       re.match(r"cuctx-inspect doctor: \d+ checks, \d+ errors?, ", r.stdout) is not None, r.stdout)
 # The advice fits the cause: a device NVML does not know, a refused query, a lost GPU, anything else.
 for env, words, wanted, unwanted in [
         (dict(CUCTX_FAKE_NVML_DEVICES="1"), "not known on device 1: NVML does not know GPU-", "nvidia-smi -L",

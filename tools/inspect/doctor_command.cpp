@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <string>
 
 namespace cuctx::tools {
 namespace {
@@ -40,8 +42,16 @@ void printTable(const std::vector<Finding>& findings, bool verbose)
     const bool colour = useColour();
     const int warnings = count(findings, Severity::warning);
     const int errors = count(findings, Severity::error);
-    std::printf("cuctx-inspect doctor: %zu checks, %d error%s, %d warning%s, %d note%s\n\n", findings.size(), errors,
-                errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", count(findings, Severity::note),
+    // A check may find several things (one per device, one per field NVML would not give): the header counts
+    // checks, and findings too where there are more of them.
+    std::set<std::string> checks;
+    for (const Finding& f : findings)
+        checks.insert(f.check);
+    const std::string found =
+        findings.size() == checks.size() ? std::string() : ", " + std::to_string(findings.size()) + " findings";
+    std::printf("cuctx-inspect doctor: %zu check%s%s, %d error%s, %d warning%s, %d note%s\n\n", checks.size(),
+                checks.size() == 1 ? "" : "s", found.c_str(), errors, errors == 1 ? "" : "s", warnings,
+                warnings == 1 ? "" : "s", count(findings, Severity::note),
                 count(findings, Severity::note) == 1 ? "" : "s");
     for (const Finding& f : findings) {
         // "warning  jit-cache        summary. Advice." wrapped under the summary's column.
