@@ -51,7 +51,8 @@ struct GpuProcess {
 
 /// Every process with a context on a device this process sees (CUDA_VISIBLE_DEVICES applies),
 /// ordered by pid, through NVML (libnvidia-ml.so.1, or $CUCTX_NVML_PATH, loaded at the first call
-/// and kept). Does not create a context. Throws Error: Errc::nvml_unavailable when NVML cannot be
+/// and kept). Does not create a context. A device NVML has no handle for is left out: deviceModes()'s
+/// nvmlProblems.device says why. Throws Error: Errc::nvml_unavailable when NVML cannot be
 /// loaded or initialised, Errc::driver_error when it refuses the list (a process of another user
 /// without the permission), and the driver's load errors.
 ///

@@ -167,6 +167,26 @@ expect("processes --help: its usage, 80 columns", helped.returncode == 0 and
        helped.stdout.startswith("usage: cuctx-inspect processes") and checks.fits_columns(helped.stdout),
        helped.stdout)
 expect("--help lists processes", "processes" in run(["--help"]).stdout)
+# A device NVML has no handle for: left out of the list, and said so in each form (not a silent gap).
+unknown1 = dict(CUCTX_FAKE_NVML_DEVICES="1", CUCTX_FAKE_NVML_PROCESSES="4001@0:5")
+r = run(["processes"], **unknown1)
+expect("processes: a device NVML does not know is named as not listed", r.returncode == 0 and
+       "device 1: its processes are not listed (NVML does not know" in r.stdout and "4001" in r.stdout, r.stdout)
+doc = check_json("processes --json with a device NVML does not know", run(["processes", "--json"], **unknown1), "ok", 0)
+expect("processes --json: unlisted_devices names device 1 and why",
+       doc is not None and [u["ordinal"] for u in doc["unlisted_devices"]] == [1] and
+       doc["unlisted_devices"][0]["why"].startswith("NVML does not know GPU-"), str(doc))
+doc = check_json("processes --json -i 0", run(["processes", "--json", "-i", "0"], **unknown1), "ok", 0)
+expect("processes --json -i 0: a device not chosen is not called unlisted",
+       doc is not None and doc["unlisted_devices"] == [], str(doc))
+doc = check_json("processes --json, every device known", run(["processes", "--json"]), "ok", 0)
+expect("processes --json: unlisted_devices empty where NVML lists every device",
+       doc is not None and doc["unlisted_devices"] == [], str(doc))
+r = run(["processes", "--query", "pid", "--format", "csv,noheader"], CUCTX_FAKE_NVML_HANDLE_RESULT="1:4",
+        CUCTX_FAKE_NVML_PROCESSES="4001@0:5")
+expect("processes --query, device 1's handle refused: rows on stdout, the refusal on stderr",
+       r.returncode == 0 and r.stdout == "4001\n" and "device 1: its processes are not listed (nvmlDeviceGetHandleByUUID"
+       in r.stderr and "NVML_ERROR_NO_PERMISSION" in r.stderr, r.stdout + r.stderr)
 # nvidia-smi-like queries: --query FIELDS --format csv[,noheader][,nounits], -i, --watch.
 r = run(["devices", "--query", "index,uuid,pci.bus_id,memory.total", "--format", "csv"], CUCTX_FAKE_DEVICES="3")
 lines = r.stdout.splitlines()

@@ -19,7 +19,30 @@
 namespace cuctx::tools {
 namespace {
 
-void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list)
+// A visible device whose processes NVML could not list, and why: processes() leaves it out.
+struct Unlisted {
+    int ordinal;
+    std::string why;
+};
+
+// The devices of `devices` that NVML has no handle for (deviceModes() says why).
+std::vector<Unlisted> unlistedDevices(const std::vector<DeviceSnapshot>& devices)
+{
+    std::vector<Unlisted> out;
+    for (const DeviceMode& m : deviceModes())
+        if (!m.nvmlAnswered && !m.nvmlProblems.device.empty() &&
+            std::ranges::any_of(devices, [&](const DeviceSnapshot& d) { return d.properties.ordinal == m.ordinal; }))
+            out.push_back({m.ordinal, m.nvmlProblems.device});
+    return out;
+}
+
+std::string unlistedText(const Unlisted& u)
+{
+    return "device " + std::to_string(u.ordinal) + ": its processes are not listed (" + detail::printableText(u.why) +
+           ")";
+}
+
+void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list, const std::vector<Unlisted>& unlisted)
 {
     j.key("processes").beginArray();
     for (const GpuProcess& p : list) {
@@ -51,6 +74,14 @@ void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list)
         j.endObject();
     }
     j.endArray();
+    j.key("unlisted_devices").beginArray();
+    for (const Unlisted& u : unlisted) {
+        j.beginObject();
+        j.key("ordinal").value(u.ordinal);
+        j.key("why").value(u.why);
+        j.endObject();
+    }
+    j.endArray();
 }
 
 std::string mibText(const std::optional<std::uint64_t>& bytes)
@@ -70,7 +101,7 @@ std::string bindingText(const GpuProcess& p)
     return text.empty() ? "-" : text;
 }
 
-void printTable(const std::vector<GpuProcess>& list, bool verbose)
+void printTable(const std::vector<GpuProcess>& list, const std::vector<Unlisted>& unlisted, bool verbose)
 {
     int strays = 0;
     for (const GpuProcess& p : list)
@@ -89,6 +120,8 @@ void printTable(const std::vector<GpuProcess>& list, bool verbose)
     if (list.empty())
         std::printf("(none)\n");
     std::printf("\n*  this process    m  an MPS client    CVD  CUDA_VISIBLE_DEVICES\n");
+    for (const Unlisted& u : unlisted)
+        std::printf("\n%s\n", detail::wrapText(unlistedText(u) + ".", 80, 2).c_str());
     for (const GpuProcess& p : list)
         if (!p.stray.empty())
             std::printf(
@@ -111,7 +144,7 @@ void printTable(const std::vector<GpuProcess>& list, bool verbose)
 
 int runProcesses(const CommandLine& c)
 {
-    auto empty = [](JsonWriter& j) { writeMembers(j, {}); };
+    auto empty = [](JsonWriter& j) { writeMembers(j, {}, {}); };
     if (const auto failed = requireDriver(c, empty))
         return *failed;
     Query query;
@@ -121,6 +154,7 @@ int runProcesses(const CommandLine& c)
     return repeatEvery(c.watch, c.count, [&]() -> int {
         std::vector<GpuProcess> list;
         std::vector<DeviceSnapshot> devices;
+        std::vector<Unlisted> unlisted;
         try {
             devices = detail::snapshotDevices(false);
             list = processes();
@@ -131,18 +165,24 @@ int runProcesses(const CommandLine& c)
                         return std::find(chosen.begin(), chosen.end(), d.ordinal) == chosen.end();
                     });
                 std::erase_if(list, [](const GpuProcess& p) { return p.devices.empty(); });
+                std::erase_if(devices, [&](const DeviceSnapshot& d) {
+                    return std::find(chosen.begin(), chosen.end(), d.properties.ordinal) == chosen.end();
+                });
             }
+            unlisted = unlistedDevices(devices);
         } catch (const Error& e) {
             return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
         }
         if (!c.query.empty()) {
             query.header = query.header && prints == 0; // a watch prints the header once
             std::fputs(formatCsv("processes", query, processRows(list, devices)).c_str(), stdout);
+            for (const Unlisted& u : unlisted) // the CSV holds rows only
+                std::fprintf(stderr, "cuctx-inspect processes: %s\n", unlistedText(u).c_str());
         } else if (c.json) {
-            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, list); });
+            printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, list, unlisted); });
         } else {
             std::printf("%s", prints > 0 ? "\n" : "");
-            printTable(list, c.verbose);
+            printTable(list, unlisted, c.verbose);
         }
         ++prints;
         return exitOk;
