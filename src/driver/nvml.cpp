@@ -36,11 +36,29 @@ const char* nvmlResultName(NvmlReturn r)
     case 5: return "NVML_ERROR_ALREADY_INITIALIZED";
     case 6: return "NVML_ERROR_NOT_FOUND";
     case 7: return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case 8: return "NVML_ERROR_INSUFFICIENT_POWER";
     case 9: return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case 10: return "NVML_ERROR_TIMEOUT";
+    case 11: return "NVML_ERROR_IRQ_ISSUE";
     case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND";
     case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case 14: return "NVML_ERROR_CORRUPTED_INFOROM";
     case 15: return "NVML_ERROR_GPU_IS_LOST";
+    case 16: return "NVML_ERROR_RESET_REQUIRED";
+    case 17: return "NVML_ERROR_OPERATING_SYSTEM";
     case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case 19: return "NVML_ERROR_IN_USE";
+    case 20: return "NVML_ERROR_MEMORY";
+    case 21: return "NVML_ERROR_NO_DATA";
+    case 22: return "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED";
+    case 23: return "NVML_ERROR_INSUFFICIENT_RESOURCES";
+    case 24: return "NVML_ERROR_FREQ_NOT_SUPPORTED";
+    case 25: return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
+    case 26: return "NVML_ERROR_DEPRECATED";
+    case 27: return "NVML_ERROR_NOT_READY";
+    case 28: return "NVML_ERROR_GPU_NOT_FOUND";
+    case 29: return "NVML_ERROR_INVALID_STATE";
+    case 30: return "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED";
     case 999: return "NVML_ERROR_UNKNOWN";
     default: return "NVML error";
     }
@@ -192,10 +210,13 @@ const NvmlApi& nvml(const char* who)
     return s->nvml->api;
 }
 
-std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed)
+std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed,
+                                       NvmlReturn* refused)
 {
     if (listed != nullptr)
         *listed = false;
+    if (refused != nullptr)
+        *refused = kNvmlSuccess;
     const auto v2 = mps ? api.mpsProcessesV2 : api.computeProcessesV2;
     const auto v1 = mps ? api.mpsProcessesV1 : api.computeProcessesV1;
     const char* call = mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";
@@ -216,6 +237,10 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
             }
             if (r == kNvmlNotSupported || r == kNvmlNotFound)
                 return; // not a compute device, or no MPS here
+            if (r != kNvmlSuccess && refused != nullptr) {
+                *refused = r;
+                return;
+            }
             if (r != kNvmlSuccess) {
                 ErrorInfo info;
                 info.condition = Errc::driver_error;
@@ -237,7 +262,11 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
             }
             return;
         }
-        ErrorInfo info; // never an empty list that looks like "no process"
+        if (refused != nullptr) { // never an empty list that looks like "no process"
+            *refused = kNvmlInsufficientSize;
+            return;
+        }
+        ErrorInfo info;
         info.condition = Errc::driver_error;
         info.call = call;
         info.detail = "NVML kept answering that the list grew (8 tries)";

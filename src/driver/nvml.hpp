@@ -21,6 +21,7 @@ namespace cuctx::detail {
 
 using NvmlReturn = int; // nvmlReturn_t
 inline constexpr NvmlReturn kNvmlSuccess = 0;
+inline constexpr NvmlReturn kNvmlInvalidArgument = 2;
 inline constexpr NvmlReturn kNvmlNotSupported = 3;
 inline constexpr NvmlReturn kNvmlNotFound = 6;
 inline constexpr NvmlReturn kNvmlInsufficientSize = 7;
@@ -116,9 +117,11 @@ struct NvmlProcess {
 
 /// The compute processes (or, with `mps`, the MPS clients) on `device`, growing the buffer as NVML
 /// asks. An absent entry point, or a device that does not support the list (not a compute device, no
-/// MPS server), gives no process, and false in `*listed` where given. Throws Errc::driver_error naming
-/// the call.
-std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed = nullptr);
+/// MPS server), gives no process, and false in `*listed` where given. Where NVML refuses the list, or
+/// keeps saying it grew: with `refused`, its error there (NVML_ERROR_INSUFFICIENT_SIZE for the latter) and
+/// no process; without, throws Errc::driver_error naming the call.
+std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed = nullptr,
+                                       NvmlReturn* refused = nullptr);
 
 /// The UUID NVML reports for `device`, or "" when it cannot say.
 std::string nvmlUuidOf(const NvmlApi& api, NvmlDevice device);

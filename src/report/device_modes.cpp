@@ -48,14 +48,13 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
             m.migInstances = present;
     }
     if (m.mps && (api.mpsProcessesV2 != nullptr || api.mpsProcessesV1 != nullptr)) {
-        try {
-            bool listed = false;
-            const std::size_t clients = nvmlProcesses(api, h, true, &listed).size();
-            if (listed) // else not supported here: absent, nothing to say
-                m.mpsClients = static_cast<int>(clients);
-        } catch (const Error& e) {
-            p.mpsClients = e.call() + " failed: " + e.detail();
-        }
+        bool listed = false;
+        NvmlReturn refused = kNvmlSuccess;
+        const std::size_t clients = nvmlProcesses(api, h, true, &listed, &refused).size();
+        if (refused != kNvmlSuccess)
+            p.mpsClients = "nvmlDeviceGetMPSComputeRunningProcesses failed with " + nvmlResultText(api, refused);
+        else if (listed) // else not supported here: absent, nothing to say
+            m.mpsClients = static_cast<int>(clients);
     }
 }
 

@@ -266,15 +266,19 @@ void checkModes(Findings& f)
     if (!anyMps)
         f.add("mps", Severity::ok, "no device is shared through MPS");
 
-    // What to do about one field's problem: the advice that fits its cause, not every cause's.
+    // What to do about one field's (or device's) problem: the advice that fits its cause, read from the
+    // error's name where NVML refused a call ("CALL failed with NAME (N): TEXT"), never from NVML's text.
     auto nvmlFix = [](const std::string& why) -> std::string {
+        auto failedWith = [&](const char* name) {
+            return why.find(std::string(" failed with ") + name + " (") != std::string::npos;
+        };
         if (why.starts_with("NVML does not know"))
             return "nvidia-smi -L lists the GPUs NVML sees; where this one is missing, NVML and the CUDA driver see "
                    "different GPUs (a driver and its libraries of different installs)";
-        if (why.find("NVML_ERROR_NO_PERMISSION") != std::string::npos)
+        if (failedWith("NVML_ERROR_NO_PERMISSION"))
             return "run as a user allowed to query the GPU; nvidia-smi -q shows what NVML reads there";
-        if (why.find("NVML_ERROR_GPU_IS_LOST") != std::string::npos)
-            return "the GPU has fallen off the bus: it needs a reset or a reboot (the kernel log says more)";
+        if (failedWith("NVML_ERROR_GPU_IS_LOST") || failedWith("NVML_ERROR_RESET_REQUIRED"))
+            return "the GPU needs a reset or a reboot (the kernel log says why)";
         return "nvidia-smi -q shows what NVML reads there";
     };
     if (!nvmlAnswered) {
@@ -289,10 +293,15 @@ void checkModes(Findings& f)
         why = detail::printableText(why); // NVML's error strings, shown on a terminal
         const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
                                                       : "not checked: NVML is unavailable (" + why + ")";
-        const std::string fix =
-            report.nvmlLoaded         ? "nvidia-smi -L lists the GPUs NVML sees, nvidia-smi -q what it reads there"
-            : report.nvmlHint.empty() ? "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it"
-                                      : report.nvmlHint;
+        // Loaded: the advice for each device's cause, once each.
+        std::string fix;
+        if (report.nvmlLoaded)
+            for (const DeviceMode& m : modes)
+                if (const std::string each = nvmlFix(m.nvmlProblems.device); fix.find(each) == std::string::npos)
+                    fix += (fix.empty() ? "" : "; ") + each;
+        if (!report.nvmlLoaded)
+            fix = report.nvmlHint.empty() ? "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it"
+                                          : report.nvmlHint;
         f.add("mig", Severity::note, summary, fix);
         f.add("persistence", Severity::note, summary, fix);
     } else {

@@ -381,6 +381,16 @@ r = run(["devices", "--query", "persistence_mode,mig.mode.current", "--format", 
 expect("devices --query, device 0's handle lookup refused: the refusal in both fields there",
        r.returncode == 0 and r.stdout == "[Insufficient Permissions], [Insufficient Permissions]\nDisabled, Disabled\n",
        r.stdout + r.stderr)
+# Every NVML error has its name where NVML gives no text; the MPS clients' problem reads as the others'.
+r = run(["devices", "--query", "persistence_mode", "--format", "csv,noheader"], CUCTX_FAKE_NVML_PERSISTENCE_RESULT="0:16",
+        CUCTX_FAKE_NVML_ERROR_TEXT="16:")
+expect("devices --query, RESET_REQUIRED with no text: its name", r.stdout == "[NVML_ERROR_RESET_REQUIRED (16)]\nDisabled\n",
+       r.stdout + r.stderr)
+got = device_modes("devices --json with the MPS client list refused", CUCTX_FAKE_MPS="1",
+                   CUCTX_FAKE_NVML_MPS_LIST_RESULT="1:999")
+expect("devices --json: the MPS list's refusal as CALL failed with NAME (N): TEXT",
+       (got.get(1) or {}).get("nvml_problem") ==
+       "nvmlDeviceGetMPSComputeRunningProcesses failed with NVML_ERROR_UNKNOWN (999): Unknown Error", str(got))
 r = run(["devices", "-v"], **refusing)
 expect("devices -v, a query refused: unknown with NVML there, and the problem shown",
        "persistence mode                   unknown (see NVML problem)" in r.stdout and
@@ -454,11 +464,21 @@ for env, words, wanted, unwanted in [
         (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:15"), "not known on device 1: nvmlDeviceGetPersistenceMode",
          "a reset or a reboot", "a user allowed"),
         (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:999"), "not known on device 1: nvmlDeviceGetPersistenceMode",
-         "nvidia-smi -q", "a user allowed")]:
+         "nvidia-smi -q", "a user allowed"),
+        (dict(CUCTX_FAKE_NVML_PERSISTENCE_RESULT="1:999", CUCTX_FAKE_NVML_ERROR_TEXT="999:NVML_ERROR_NO_PERMISSION ("),
+         "not known on device 1: nvmlDeviceGetPersistenceMode", "nvidia-smi -q", "a user allowed")]:
     got = advice_for("persistence", words, **env)
     expect(f"doctor's advice for '{words}' ({env}) fits it", got is not None and wanted in got and unwanted not in got,
            str(got))
 
+# NVML answering for no device: the advice still fits each device's cause.
+for env, wanted, unwanted in [(dict(CUCTX_FAKE_DEVICES="1", CUCTX_FAKE_NVML_HANDLE_RESULT="0:15"), "a reset or a reboot",
+                               "nvidia-smi -L"),
+                              (dict(CUCTX_FAKE_NVML_HANDLE_RESULT="0:4", CUCTX_FAKE_NVML_DEVICES="1"),
+                               "a user allowed to query the GPU", "reset")]:
+    got = advice_for("mig", "answered for no device", **env)
+    expect(f"doctor, NVML answering for no device ({env}): advice that fits", got is not None and wanted in got and
+           unwanted not in got, str(got))
 # An Exclusive Process device whose other processes NVML would not list: noted, not passed over.
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESSES="4242@1:100",
                        CUCTX_FAKE_NVML_PROCESS_RESULT="4")
