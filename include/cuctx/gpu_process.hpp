@@ -51,12 +51,31 @@ struct GpuProcess {
 
 /// Every process with a context on a device this process sees (CUDA_VISIBLE_DEVICES applies),
 /// ordered by pid, through NVML (libnvidia-ml.so.1, or $CUCTX_NVML_PATH, loaded at the first call
-/// and kept). Does not create a context. A device NVML has no handle for is left out: deviceModes()'s
-/// nvmlProblems.device says why. Throws Error: Errc::nvml_unavailable when NVML cannot be
-/// loaded or initialised, Errc::driver_error when it refuses the list (a process of another user
-/// without the permission), and the driver's load errors.
+/// and kept). Does not create a context. A device NVML does not know, or whose process list it does
+/// not support, gives no process: processes(unlisted) names it. Throws Error: Errc::nvml_unavailable
+/// when NVML cannot be loaded or initialised, Errc::driver_error when it refuses a device's handle or
+/// list (a process of another user without the permission), and the driver's load errors.
 ///
 /// Thread-safe.
 CUCTX_API std::vector<GpuProcess> processes();
+
+/// A visible device whose processes NVML could not list.
+///
+/// \par Threading
+/// Thread-compatible value type.
+struct UnlistedDevice {
+    int ordinal = 0;      ///< the device as this process numbers it
+    std::string why;      ///< "NVML does not know GPU-...", the list not supported, or the call NVML refused
+    std::string hint;     ///< what to do
+    bool refused = false; ///< NVML refused a call for it (an error), rather than not knowing it or its list
+};
+
+/// processes(), except that a device NVML cannot list (it does not know it, does not support its list,
+/// or refuses its handle or list) is passed over and named in `unlisted`, in ordinal order, instead of
+/// failing the call; one whose MPS client list NVML refuses keeps its compute processes and is named
+/// too. Throws Error: Errc::nvml_unavailable, and the driver's load errors.
+///
+/// Thread-safe.
+CUCTX_API std::vector<GpuProcess> processes(std::vector<UnlistedDevice>& unlisted);
 
 } // namespace cuctx

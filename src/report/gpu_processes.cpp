@@ -81,7 +81,8 @@ std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std:
             if (r == kNvmlSuccess)
                 break;
             d = nullptr;
-            if (r != kNvmlNotFound && refused.empty())
+            // NVML answers a UUID it does not know with NOT_FOUND, or for the MIG- guess INVALID_ARGUMENT.
+            if (r != kNvmlNotFound && !(r == kNvmlInvalidArgument && name != uuid) && refused.empty())
                 refused = "nvmlDeviceGetHandleByUUID(" + name + ") failed with " + nvmlResultText(api, r);
         }
         if (d == nullptr && problems != nullptr)
@@ -185,9 +186,19 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
     std::map<unsigned, GpuProcess> byPid;
     for (std::size_t o = 0; o < handles.size(); ++o) {
         if (handles[o] == nullptr) {
-            // NVML does not know it (another driver instance): nothing to list
-            if (unlisted != nullptr)
-                (*unlisted)[o] = {handleProblems[o], listHint};
+            // NVML does not know it (another driver install): nothing to list. Or it refused the lookup.
+            const bool refused = !handleProblems[o].starts_with("NVML does not know");
+            if (unlisted != nullptr) {
+                (*unlisted)[o] = {handleProblems[o], listHint, refused};
+            } else if (refused) {
+                ErrorInfo info;
+                info.condition = Errc::driver_error;
+                info.call = "nvmlDeviceGetHandleByUUID";
+                info.object = "device " + std::to_string(o);
+                info.detail = handleProblems[o];
+                info.hint = listHint;
+                throw Error(std::move(info));
+            }
             continue;
         }
         // Without `unlisted` a refused list fails the call; with it, the device's compute processes are
@@ -205,7 +216,7 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
             } catch (const Error& e) {
                 if (unlisted == nullptr)
                     throw;
-                (*unlisted)[o] = {e.call() + " failed: " + e.detail(), e.hint()};
+                (*unlisted)[o] = {e.call() + " failed: " + e.detail(), e.hint(), true};
                 if (!mps)
                     break;
             }
@@ -272,6 +283,17 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
 std::vector<GpuProcess> processes()
 {
     return detail::processesFrom(detail::nvml("cuctx::processes"));
+}
+
+std::vector<GpuProcess> processes(std::vector<UnlistedDevice>& unlisted)
+{
+    std::vector<detail::Unlisted> each;
+    std::vector<GpuProcess> list = detail::processesFrom(detail::nvml("cuctx::processes"), &each);
+    unlisted.clear();
+    for (std::size_t o = 0; o < each.size(); ++o)
+        if (!each[o].why.empty())
+            unlisted.push_back({static_cast<int>(o), each[o].why, each[o].hint, each[o].refused});
+    return list;
 }
 
 } // namespace cuctx

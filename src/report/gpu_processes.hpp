@@ -18,6 +18,7 @@ namespace cuctx::detail {
 struct Unlisted {
     std::string why; ///< empty where it listed them all
     std::string hint;
+    bool refused = false; ///< NVML refused a call (an error), rather than not knowing the device or its list
 };
 
 /// cuctx::processes() through `api`. With `unlisted`, a device whose processes NVML cannot list (no

@@ -182,11 +182,26 @@ expect("processes --json -i 0: a device not chosen is not called unlisted",
 doc = check_json("processes --json, every device known", run(["processes", "--json"]), "ok", 0)
 expect("processes --json: unlisted_devices empty where NVML lists every device",
        doc is not None and doc["unlisted_devices"] == [], str(doc))
-r = run(["processes", "--query", "pid", "--format", "csv,noheader"], CUCTX_FAKE_NVML_HANDLE_RESULT="1:4",
+r = run(["processes", "--query", "pid", "--format", "csv,noheader"], CUCTX_FAKE_NVML_LIST_RESULT="1:3",
+        CUCTX_FAKE_NVML_PROCESSES="4001@0:5,4002@1:7")
+expect("processes --query, device 1's list not supported: rows on stdout, the device named on stderr",
+       r.returncode == 0 and r.stdout == "4001\n" and
+       "device 1: its processes are not listed (NVML does not list this device's compute processes (not supported))"
+       in r.stderr, r.stdout + r.stderr)
+doc = check_json("processes --json, device 1's list not supported",
+                 run(["processes", "--json"], CUCTX_FAKE_NVML_LIST_RESULT="1:3"), "ok", 0)
+expect("processes --json: a list not supported is an unlisted device",
+       doc is not None and [u["ordinal"] for u in doc["unlisted_devices"]] == [1], str(doc))
+# A refused handle lookup fails the command as a refused list does (exit 8), unless -i leaves the device out.
+for args in (["processes"], ["processes", "--query", "pid", "--format", "csv"]):
+    r = run(args, CUCTX_FAKE_NVML_HANDLE_RESULT="1:4", CUCTX_FAKE_NVML_PROCESSES="4001@0:5")
+    expect(f"{' '.join(args)}, device 1's handle refused: exit 8, the refusal named",
+           r.returncode == 8 and "device 1" in r.stderr and "nvmlDeviceGetHandleByUUID" in r.stderr and
+           "NVML_ERROR_NO_PERMISSION" in r.stderr and "4001" not in r.stdout, f"{r.returncode}\n{r.stdout}{r.stderr}")
+r = run(["processes", "-i", "0", "--query", "pid", "--format", "csv,noheader"], CUCTX_FAKE_NVML_HANDLE_RESULT="1:4",
         CUCTX_FAKE_NVML_PROCESSES="4001@0:5")
-expect("processes --query, device 1's handle refused: rows on stdout, the refusal on stderr",
-       r.returncode == 0 and r.stdout == "4001\n" and "device 1: its processes are not listed (nvmlDeviceGetHandleByUUID"
-       in r.stderr and "NVML_ERROR_NO_PERMISSION" in r.stderr, r.stdout + r.stderr)
+expect("processes -i 0, device 1's handle refused: device 0 listed", r.returncode == 0 and r.stdout == "4001\n",
+       f"{r.returncode}\n{r.stdout}{r.stderr}")
 # nvidia-smi-like queries: --query FIELDS --format csv[,noheader][,nounits], -i, --watch.
 r = run(["devices", "--query", "index,uuid,pci.bus_id,memory.total", "--format", "csv"], CUCTX_FAKE_DEVICES="3")
 lines = r.stdout.splitlines()

@@ -256,6 +256,51 @@ TEST_CASE("processes: NVML refusing the list is a driver_error naming the call a
     }
 }
 
+TEST_CASE("processes: a refused handle lookup fails the call; with unlisted, each device is named and why", "[nvml]")
+{
+    cuctx::test::FakeEnvironment env;
+    env.set("CUCTX_FAKE_NVML_HANDLE_RESULT", "1:4");
+    env.set("CUCTX_FAKE_NVML_PROCESSES", entry(4001, 0, 5));
+    const auto attempt = loadNvml(CUCTX_FAKE_NVML_PATH);
+    REQUIRE(attempt.nvml);
+    try {
+        cuctx::detail::processesFrom(attempt.nvml->api);
+        FAIL("no error");
+    } catch (const cuctx::Error& e) {
+        CHECK(e.condition() == Errc::driver_error);
+        CHECK(e.call() == "nvmlDeviceGetHandleByUUID");
+        CHECK_THAT(e.what(), Catch::Contains("device 1") && Catch::Contains("NVML_ERROR_NO_PERMISSION"));
+    }
+    std::vector<cuctx::detail::Unlisted> unlisted;
+    const auto list = cuctx::detail::processesFrom(attempt.nvml->api, &unlisted);
+    CHECK(find(list, 4001) != nullptr);
+    REQUIRE(unlisted.size() == 2);
+    CHECK(unlisted[0].why.empty());
+    CHECK(unlisted[1].refused);
+    CHECK_THAT(unlisted[1].why, Catch::Contains("nvmlDeviceGetHandleByUUID") && Catch::Contains("NO_PERMISSION"));
+}
+
+TEST_CASE("processes(unlisted): devices NVML does not know or cannot list are named, not refused", "[nvml]")
+{
+    cuctx::test::FakeEnvironment env;
+    env.set("CUCTX_FAKE_DEVICES", "3");
+    env.set("CUCTX_FAKE_NVML_DEVICES", "2"); // device 2: unknown to NVML
+    env.set("CUCTX_FAKE_NVML_LIST_RESULT", "1:3");
+    env.set("CUCTX_FAKE_NVML_PROCESSES", entry(4001, 0, 5) + "," + entry(4002, 1, 7));
+    REQUIRE(loadNvml(CUCTX_FAKE_NVML_PATH).nvml); // the fake reads its configuration again
+    std::vector<cuctx::UnlistedDevice> unlisted{{7, "stale", "", true}};
+    const auto list = cuctx::processes(unlisted);
+    CHECK(find(list, 4001) != nullptr);
+    CHECK(find(list, 4002) == nullptr);
+    REQUIRE(unlisted.size() == 2);
+    CHECK(unlisted[0].ordinal == 1);
+    CHECK_THAT(unlisted[0].why, Catch::Contains("not supported"));
+    CHECK_FALSE(unlisted[0].refused);
+    CHECK(unlisted[1].ordinal == 2);
+    CHECK_THAT(unlisted[1].why, Catch::StartsWith("NVML does not know GPU-"));
+    CHECK_FALSE(unlisted[1].refused);
+}
+
 TEST_CASE("cuctx::processes() uses the process-wide NVML ($CUCTX_NVML_PATH)", "[nvml]")
 {
     // The fake rereads its configuration at each nvmlInit_v2: this one drops what earlier cases set.

@@ -19,30 +19,13 @@
 namespace cuctx::tools {
 namespace {
 
-// A visible device whose processes NVML could not list, and why: processes() leaves it out.
-struct Unlisted {
-    int ordinal;
-    std::string why;
-};
-
-// The devices of `devices` that NVML has no handle for (deviceModes() says why).
-std::vector<Unlisted> unlistedDevices(const std::vector<DeviceSnapshot>& devices)
-{
-    std::vector<Unlisted> out;
-    for (const DeviceMode& m : deviceModes())
-        if (!m.nvmlAnswered && !m.nvmlProblems.device.empty() &&
-            std::ranges::any_of(devices, [&](const DeviceSnapshot& d) { return d.properties.ordinal == m.ordinal; }))
-            out.push_back({m.ordinal, m.nvmlProblems.device});
-    return out;
-}
-
-std::string unlistedText(const Unlisted& u)
+std::string unlistedText(const UnlistedDevice& u)
 {
     return "device " + std::to_string(u.ordinal) + ": its processes are not listed (" + detail::printableText(u.why) +
            ")";
 }
 
-void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list, const std::vector<Unlisted>& unlisted)
+void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list, const std::vector<UnlistedDevice>& unlisted)
 {
     j.key("processes").beginArray();
     for (const GpuProcess& p : list) {
@@ -75,7 +58,7 @@ void writeMembers(JsonWriter& j, const std::vector<GpuProcess>& list, const std:
     }
     j.endArray();
     j.key("unlisted_devices").beginArray();
-    for (const Unlisted& u : unlisted) {
+    for (const UnlistedDevice& u : unlisted) {
         j.beginObject();
         j.key("ordinal").value(u.ordinal);
         j.key("why").value(u.why);
@@ -101,7 +84,7 @@ std::string bindingText(const GpuProcess& p)
     return text.empty() ? "-" : text;
 }
 
-void printTable(const std::vector<GpuProcess>& list, const std::vector<Unlisted>& unlisted, bool verbose)
+void printTable(const std::vector<GpuProcess>& list, const std::vector<UnlistedDevice>& unlisted, bool verbose)
 {
     int strays = 0;
     for (const GpuProcess& p : list)
@@ -120,7 +103,7 @@ void printTable(const std::vector<GpuProcess>& list, const std::vector<Unlisted>
     if (list.empty())
         std::printf("(none)\n");
     std::printf("\n*  this process    m  an MPS client    CVD  CUDA_VISIBLE_DEVICES\n");
-    for (const Unlisted& u : unlisted)
+    for (const UnlistedDevice& u : unlisted)
         std::printf("\n%s\n", detail::wrapText(unlistedText(u) + ".", 80, 2).c_str());
     for (const GpuProcess& p : list)
         if (!p.stray.empty())
@@ -154,10 +137,10 @@ int runProcesses(const CommandLine& c)
     return repeatEvery(c.watch, c.count, [&]() -> int {
         std::vector<GpuProcess> list;
         std::vector<DeviceSnapshot> devices;
-        std::vector<Unlisted> unlisted;
+        std::vector<UnlistedDevice> unlisted;
         try {
             devices = detail::snapshotDevices(false);
-            list = processes();
+            list = processes(unlisted);
             if (!c.select.empty()) {
                 const std::vector<int> chosen = selectDevices(c.select, devices);
                 for (GpuProcess& p : list)
@@ -165,18 +148,25 @@ int runProcesses(const CommandLine& c)
                         return std::find(chosen.begin(), chosen.end(), d.ordinal) == chosen.end();
                     });
                 std::erase_if(list, [](const GpuProcess& p) { return p.devices.empty(); });
-                std::erase_if(devices, [&](const DeviceSnapshot& d) {
-                    return std::find(chosen.begin(), chosen.end(), d.properties.ordinal) == chosen.end();
+                std::erase_if(unlisted, [&](const UnlistedDevice& u) {
+                    return std::find(chosen.begin(), chosen.end(), u.ordinal) == chosen.end();
                 });
             }
-            unlisted = unlistedDevices(devices);
         } catch (const Error& e) {
             return reportFailure(c, outcomeFor(e.condition()), e.what(), empty);
         }
+        // A device NVML refused to list fails the command, as a refused list always has (exit 8): the list
+        // without it would look whole to a script. One NVML does not know or cannot list is named below.
+        for (const UnlistedDevice& u : unlisted)
+            if (u.refused)
+                return reportFailure(c, outcomeFor(Errc::driver_error),
+                                     "NVML refused to list device " + std::to_string(u.ordinal) +
+                                         "'s processes: " + detail::printableText(u.why) + " (" + u.hint + ")",
+                                     empty);
         if (!c.query.empty()) {
             query.header = query.header && prints == 0; // a watch prints the header once
             std::fputs(formatCsv("processes", query, processRows(list, devices)).c_str(), stdout);
-            for (const Unlisted& u : unlisted) // the CSV holds rows only
+            for (const UnlistedDevice& u : unlisted) // the CSV holds rows only
                 std::fprintf(stderr, "cuctx-inspect processes: %s\n", unlistedText(u).c_str());
         } else if (c.json) {
             printJson(c, "ok", std::nullopt, [&](JsonWriter& j) { writeMembers(j, list, unlisted); });
