@@ -47,8 +47,13 @@ def check_json(name, result, status, code, schema=validator):
 
 
 def child(**env):
-    """A real process (cat, blocked on its stdin) whose /proc/PID/environ holds `env`."""
-    return subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    """A real process (cat, blocked on its stdin) whose /proc/PID/environ holds `env`: a byte cat echoes
+    back was read by cat itself, so its exec (which writes the environment late) is over."""
+    p = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    p.stdin.write(b"x")
+    p.stdin.flush()
+    expect("child: cat is running", p.stdout.read(1) == b"x")
+    return p
 
 
 rank1 = child(LOCAL_RANK="1")

@@ -13,7 +13,6 @@
 #include "driver/nvml.hpp"
 #include "report/gpu_processes.hpp"
 
-#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,11 +56,15 @@ public:
     Child& operator=(Child&&) = delete;
     explicit Child(std::vector<std::string> env)
     {
+        int out[2] = {-1, -1};
         REQUIRE(pipe(fds_) == 0);
+        REQUIRE(pipe(out) == 0);
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds_[0], 0);
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1);
         posix_spawn_file_actions_addclose(&actions, fds_[1]);
+        posix_spawn_file_actions_addclose(&actions, out[0]);
         std::vector<char*> envp;
         envp.reserve(env.size() + 1);
         for (std::string& e : env)
@@ -69,19 +72,21 @@ public:
         envp.push_back(nullptr);
         char cat[] = "cat";
         char* argv[] = {cat, nullptr};
-        // Until exec, the child's /proc/PID/environ is this process's: wait for the exec, which
-        // closes the child's copy of a close-on-exec pipe (read sees the end of it).
-        int exec[2] = {-1, -1};
-        REQUIRE(pipe2(exec, O_CLOEXEC) == 0);
         const int r = posix_spawnp(&pid_, "cat", &actions, nullptr, argv, envp.data());
         posix_spawn_file_actions_destroy(&actions);
         close(fds_[0]);
-        close(exec[1]);
-        char byte = 0;
-        while (read(exec[0], &byte, 1) < 0 && errno == EINTR) {
-        }
-        close(exec[0]);
+        close(out[1]);
         REQUIRE(r == 0);
+        // Until cat runs, /proc/PID/environ is not yet its own: the parent's before the exec, and empty
+        // while the exec sets up the new image (the exec closes close-on-exec descriptors, and ends a
+        // vfork, before it writes the environment). A byte that cat echoes back was read by cat itself.
+        char byte = 'x';
+        REQUIRE(write(fds_[1], &byte, 1) == 1);
+        ssize_t got = 0;
+        while ((got = read(out[0], &byte, 1)) < 0 && errno == EINTR) {
+        }
+        close(out[0]);
+        REQUIRE(got == 1);
     }
     ~Child()
     {
