@@ -71,9 +71,9 @@ struct UnlistedDevice {
 };
 
 /// processes(), except that a device NVML cannot list (it does not know it, does not support its list,
-/// or refuses its handle or list) is passed over and named in `unlisted`, in ordinal order, instead of
-/// failing the call; one whose MPS client list NVML refuses keeps its compute processes and is named
-/// too. Throws Error: Errc::nvml_unavailable, and the driver's load errors.
+/// or refuses its handle or list) is passed over and named in `unlisted` (cleared first), in ordinal
+/// order, instead of failing the call; one whose MPS client list NVML refuses keeps its compute
+/// processes and is named too. Throws Error: Errc::nvml_unavailable, and the driver's load errors.
 ///
 /// Thread-safe.
 CUCTX_API std::vector<GpuProcess> processes(std::vector<UnlistedDevice>& unlisted);

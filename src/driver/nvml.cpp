@@ -210,6 +210,20 @@ const NvmlApi& nvml(const char* who)
     return s->nvml->api;
 }
 
+const char* nvmlListCall(bool mps)
+{
+    return mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";
+}
+
+std::string nvmlListHint(NvmlReturn refused)
+{
+    if (refused == 4) // NVML_ERROR_NO_PERMISSION
+        return "Run as a user allowed to see the GPU's processes (root, or with NVreg_RestrictProfilingToAdminUsers=0)";
+    if (refused == kNvmlInsufficientSize) // the list kept growing
+        return "Try again; processes were starting on the device faster than cuctx could list them";
+    return "Check that nvidia-smi lists the processes";
+}
+
 std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed,
                                        NvmlReturn* refused)
 {
@@ -219,7 +233,7 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
         *refused = kNvmlSuccess;
     const auto v2 = mps ? api.mpsProcessesV2 : api.computeProcessesV2;
     const auto v1 = mps ? api.mpsProcessesV1 : api.computeProcessesV1;
-    const char* call = mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";
+    const char* call = nvmlListCall(mps);
     std::vector<NvmlProcess> out;
     if (v2 == nullptr && v1 == nullptr)
         return out;
@@ -246,9 +260,7 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
                 info.condition = Errc::driver_error;
                 info.call = call;
                 info.detail = "NVML refused the process list: " + nvmlResultText(api, r);
-                info.hint = r == 4 ? "Run as a user allowed to see the GPU's processes (root, or with "
-                                     "NVreg_RestrictProfilingToAdminUsers=0)"
-                                   : "Check that nvidia-smi lists the processes";
+                info.hint = nvmlListHint(r);
                 throw Error(std::move(info));
             }
             if (listed != nullptr)
@@ -270,7 +282,7 @@ std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bo
         info.condition = Errc::driver_error;
         info.call = call;
         info.detail = "NVML kept answering that the list grew (8 tries)";
-        info.hint = "Try again; processes were starting on the device faster than cuctx could list them";
+        info.hint = nvmlListHint(kNvmlInsufficientSize);
         throw Error(std::move(info));
     };
     if (v2 != nullptr)

@@ -123,6 +123,12 @@ struct NvmlProcess {
 std::vector<NvmlProcess> nvmlProcesses(const NvmlApi& api, NvmlDevice device, bool mps, bool* listed = nullptr,
                                        NvmlReturn* refused = nullptr);
 
+/// The call that lists a device's compute processes, or with `mps` its MPS clients.
+const char* nvmlListCall(bool mps);
+
+/// What to do where nvmlProcesses() reports `refused`.
+std::string nvmlListHint(NvmlReturn refused);
+
 /// The UUID NVML reports for `device`, or "" when it cannot say.
 std::string nvmlUuidOf(const NvmlApi& api, NvmlDevice device);
 

@@ -52,7 +52,7 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
         NvmlReturn refused = kNvmlSuccess;
         const std::size_t clients = nvmlProcesses(api, h, true, &listed, &refused).size();
         if (refused != kNvmlSuccess)
-            p.mpsClients = "nvmlDeviceGetMPSComputeRunningProcesses failed with " + nvmlResultText(api, refused);
+            p.mpsClients = std::string(nvmlListCall(true)) + " failed with " + nvmlResultText(api, refused);
         else if (listed) // else not supported here: absent, nothing to say
             m.mpsClients = static_cast<int>(clients);
     }

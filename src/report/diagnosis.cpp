@@ -25,8 +25,10 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace cuctx {
 namespace {
@@ -269,14 +271,18 @@ void checkModes(Findings& f)
     // What to do about one field's (or device's) problem: the advice that fits its cause, read from the
     // error's name where NVML refused a call ("CALL failed with NAME (N): TEXT"), never from NVML's text.
     auto nvmlFix = [](const std::string& why) -> std::string {
-        auto failedWith = [&](const char* name) {
-            return why.find(std::string(" failed with ") + name + " (") != std::string::npos;
+        constexpr std::string_view failed = " failed with ";
+        const std::size_t at = why.find(failed);
+        auto failedWith = [&](std::string_view name) { // the first error's name only, never NVML's text after it
+            const std::string_view rest =
+                at == std::string::npos ? std::string_view() : std::string_view(why).substr(at + failed.size());
+            return rest.starts_with(name) && rest.substr(name.size()).starts_with(" (");
         };
         if (why.starts_with("NVML does not know"))
             return "nvidia-smi -L lists the GPUs NVML sees; where this one is missing, NVML and the CUDA driver see "
                    "different GPUs (a driver and its libraries of different installs)";
         if (failedWith("NVML_ERROR_NO_PERMISSION"))
-            return "run as a user allowed to query the GPU; nvidia-smi -q shows what NVML reads there";
+            return "run as a user allowed to query the GPU";
         if (failedWith("NVML_ERROR_GPU_IS_LOST") || failedWith("NVML_ERROR_RESET_REQUIRED"))
             return "the GPU needs a reset or a reboot (the kernel log says why)";
         return "nvidia-smi -q shows what NVML reads there";
@@ -295,10 +301,13 @@ void checkModes(Findings& f)
                                                       : "not checked: NVML is unavailable (" + why + ")";
         // Loaded: the advice for each device's cause, once each.
         std::string fix;
+        std::vector<std::string> fixes;
         if (report.nvmlLoaded)
             for (const DeviceMode& m : modes)
-                if (const std::string each = nvmlFix(m.nvmlProblems.device); fix.find(each) == std::string::npos)
+                if (std::string each = nvmlFix(m.nvmlProblems.device); std::ranges::find(fixes, each) == fixes.end()) {
                     fix += (fix.empty() ? "" : "; ") + each;
+                    fixes.push_back(std::move(each));
+                }
         if (!report.nvmlLoaded)
             fix = report.nvmlHint.empty() ? "install the driver's libnvidia-ml.so.1, or point CUCTX_NVML_PATH at it"
                                           : report.nvmlHint;

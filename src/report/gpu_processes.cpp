@@ -206,19 +206,17 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
         // clients what it can (a refused list keeps the compute ones, and says so).
         std::vector<NvmlProcess> lists[2];
         for (const bool mps : {false, true}) {
-            try {
-                bool listed = true;
-                lists[mps ? 1 : 0] = nvmlProcesses(api, handles[o], mps, &listed);
-                if (!mps && !listed && unlisted != nullptr) {
-                    (*unlisted)[o] = {"NVML does not list this device's compute processes (not supported)", listHint};
-                    break;
-                }
-            } catch (const Error& e) {
-                if (unlisted == nullptr)
-                    throw;
-                (*unlisted)[o] = {e.call() + " failed: " + e.detail(), e.hint(), true};
+            bool listed = true;
+            NvmlReturn refused = kNvmlSuccess; // only with `unlisted`: else a refusal throws
+            lists[mps ? 1 : 0] = nvmlProcesses(api, handles[o], mps, &listed, unlisted != nullptr ? &refused : nullptr);
+            if (refused != kNvmlSuccess) {
+                (*unlisted)[o] = {std::string(nvmlListCall(mps)) + " failed with " + nvmlResultText(api, refused),
+                                  nvmlListHint(refused), true};
                 if (!mps)
                     break;
+            } else if (!mps && !listed && unlisted != nullptr) {
+                (*unlisted)[o] = {"NVML does not list this device's compute processes (not supported)", listHint};
+                break;
             }
         }
         std::set<unsigned> seen;
@@ -287,6 +285,7 @@ std::vector<GpuProcess> processes()
 
 std::vector<GpuProcess> processes(std::vector<UnlistedDevice>& unlisted)
 {
+    unlisted.clear(); // a failed call leaves no earlier call's devices behind
     std::vector<detail::Unlisted> each;
     std::vector<GpuProcess> list = detail::processesFrom(detail::nvml("cuctx::processes"), &each);
     unlisted.clear();

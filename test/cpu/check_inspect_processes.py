@@ -197,6 +197,10 @@ doc = check_json("processes --json, device 1's list not supported",
                  run(["processes", "--json"], CUCTX_FAKE_NVML_LIST_RESULT="1:3"), "ok", 0)
 expect("processes --json: a list not supported is an unlisted device",
        doc is not None and [u["ordinal"] for u in doc["unlisted_devices"]] == [1], str(doc))
+r = run(["processes"], CUCTX_FAKE_NVML_LIST_RESULT="1:4")
+expect("processes, device 1's list refused: exit 8, the call, NVML's error and what to do",
+       r.returncode == 8 and "nvmlDeviceGetComputeRunningProcesses failed with NVML_ERROR_NO_PERMISSION (4)" in r.stderr
+       and "Run as a user allowed" in r.stderr, f"{r.returncode}\n{r.stderr}")
 # A refused handle lookup fails the command as a refused list does (exit 8), unless -i leaves the device out.
 for args in (["processes"], ["processes", "--query", "pid", "--format", "csv"]):
     r = run(args, CUCTX_FAKE_NVML_HANDLE_RESULT="1:4", CUCTX_FAKE_NVML_PROCESSES="4001@0:5")
@@ -499,6 +503,13 @@ for env, wanted, unwanted in [(dict(CUCTX_FAKE_DEVICES="1", CUCTX_FAKE_NVML_HAND
     got = advice_for("mig", "answered for no device", **env)
     expect(f"doctor, NVML answering for no device ({env}): advice that fits", got is not None and wanted in got and
            unwanted not in got, str(got))
+got = advice_for("mig", "answered for no device", CUCTX_FAKE_NVML_HANDLE_RESULT="0:999,1:4")
+expect("doctor, NVML answering for no device for two causes: each advice once",
+       got is not None and got.count("nvidia-smi -q shows what NVML reads there") == 1 and "a user allowed" in got,
+       str(got))
+got = advice_for("mig", "answered for no device", CUCTX_FAKE_DEVICES="1", CUCTX_FAKE_NVML_HANDLE_RESULT="0:999",
+                 CUCTX_FAKE_NVML_ERROR_TEXT="999:probe failed with NVML_ERROR_GPU_IS_LOST (15)")
+expect("doctor: the advice follows the error's name, not NVML's text", got is not None and "reset" not in got, str(got))
 # An Exclusive Process device whose other processes NVML would not list: noted, not passed over.
 code, found = findings(CUCTX_FAKE_EXCLUSIVE_PROCESS="1", CUCTX_FAKE_NVML_PROCESSES="4242@1:100",
                        CUCTX_FAKE_NVML_PROCESS_RESULT="4")

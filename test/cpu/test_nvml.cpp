@@ -294,6 +294,20 @@ TEST_CASE("processes(unlisted): devices NVML does not know or cannot list are na
     env.set("CUCTX_FAKE_NVML_PROCESSES", entry(4001, 0, 5) + "," + entry(4002, 1, 7));
     REQUIRE(loadNvml(CUCTX_FAKE_NVML_PATH).nvml); // the fake reads its configuration again
     std::vector<cuctx::UnlistedDevice> unlisted{{7, "stale", "", true}};
+    {
+        cuctx::test::FakeEnvironment failing;
+        failing.set("CUCTX_FAKE_NVML_HANDLE_RESULT", "0:4");
+        failing.set("CUCTX_FAKE_NVML_LIST_RESULT", "1:999");
+        REQUIRE(loadNvml(CUCTX_FAKE_NVML_PATH).nvml);
+        REQUIRE(cuctx::processes(unlisted).empty());
+        REQUIRE(unlisted.size() == 3); // refused handle, refused list, unknown device; nothing of before
+        CHECK(unlisted[0].refused);
+        CHECK(unlisted[1].refused);
+        CHECK(unlisted[1].why ==
+              "nvmlDeviceGetComputeRunningProcesses failed with NVML_ERROR_UNKNOWN (999): Unknown Error");
+        CHECK_FALSE(unlisted[2].refused);
+    }
+    REQUIRE(loadNvml(CUCTX_FAKE_NVML_PATH).nvml);
     const auto list = cuctx::processes(unlisted);
     CHECK(find(list, 4001) != nullptr);
     CHECK(find(list, 4002) == nullptr);

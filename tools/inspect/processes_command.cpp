@@ -160,7 +160,7 @@ int runProcesses(const CommandLine& c)
         for (const UnlistedDevice& u : unlisted)
             if (u.refused)
                 return reportFailure(c, outcomeFor(Errc::driver_error),
-                                     "NVML refused to list device " + std::to_string(u.ordinal) +
+                                     "NVML could not list device " + std::to_string(u.ordinal) +
                                          "'s processes: " + detail::printableText(u.why) + " (" + u.hint + ")",
                                      empty);
         if (!c.query.empty()) {
