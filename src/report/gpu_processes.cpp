@@ -288,7 +288,6 @@ std::vector<GpuProcess> processes(std::vector<UnlistedDevice>& unlisted)
     unlisted.clear(); // a failed call leaves no earlier call's devices behind
     std::vector<detail::Unlisted> each;
     std::vector<GpuProcess> list = detail::processesFrom(detail::nvml("cuctx::processes"), &each);
-    unlisted.clear();
     for (std::size_t o = 0; o < each.size(); ++o)
         if (!each[o].why.empty())
             unlisted.push_back({static_cast<int>(o), each[o].why, each[o].hint, each[o].refused});
