@@ -248,8 +248,7 @@ void checkModes(Findings& f)
     const bool nvmlAnswered =
         modes.empty() || std::ranges::any_of(modes, [](const DeviceMode& m) { return m.nvmlAnswered; });
     bool anyMps = false;
-    for (std::size_t i = 0; i < modes.size(); ++i) {
-        const DeviceMode& m = modes[i];
+    for (const DeviceMode& m : modes) {
         if (!m.mps)
             continue;
         anyMps = true;
@@ -292,9 +291,9 @@ void checkModes(Findings& f)
         std::string why = modes.front().nvmlProblems.device;
         if (report.nvmlLoaded) {
             why.clear();
-            for (std::size_t i = 0; i < modes.size(); ++i)
-                why += (why.empty() ? "" : "; ") + ("device " + std::to_string(modes[i].ordinal) + ": ") +
-                       modes[i].nvmlProblems.device;
+            for (const DeviceMode& m : modes)
+                why +=
+                    (why.empty() ? "" : "; ") + ("device " + std::to_string(m.ordinal) + ": ") + m.nvmlProblems.device;
         }
         why = detail::printableText(why); // NVML's error strings, shown on a terminal
         const std::string summary = report.nvmlLoaded ? "not checked: NVML answered for no device (" + why + ")"
