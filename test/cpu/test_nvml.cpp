@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,17 @@ private:
     int fds_[2] = {-1, -1};
     pid_t pid_ = 0;
 };
+
+// processesFrom's error, where it fails (without a list of unlisted devices, a refusal does).
+std::optional<cuctx::Error> failureOf(const cuctx::detail::NvmlApi& api)
+{
+    try {
+        (void)cuctx::detail::processesFrom(api);
+    } catch (const cuctx::Error& e) {
+        return e;
+    }
+    return std::nullopt;
+}
 
 std::string entry(unsigned pid, int device, int mib)
 {
@@ -251,14 +263,11 @@ TEST_CASE("processes: NVML refusing the list is a driver_error naming the call a
     env.set("CUCTX_FAKE_NVML_PROCESS_RESULT", "4");
     const auto attempt = loadNvml(CUCTX_FAKE_NVML_PATH);
     REQUIRE(attempt.nvml);
-    try {
-        cuctx::detail::processesFrom(attempt.nvml->api);
-        FAIL("no error");
-    } catch (const cuctx::Error& e) {
-        CHECK(e.condition() == Errc::driver_error);
-        CHECK(e.call() == "nvmlDeviceGetComputeRunningProcesses");
-        CHECK_THAT(e.what(), Catch::Contains("NVML_ERROR_NO_PERMISSION"));
-    }
+    const auto e = failureOf(attempt.nvml->api);
+    REQUIRE(e);
+    CHECK(e->condition() == Errc::driver_error);
+    CHECK(e->call() == "nvmlDeviceGetComputeRunningProcesses");
+    CHECK_THAT(e->what(), Catch::Contains("NVML_ERROR_NO_PERMISSION"));
 }
 
 TEST_CASE("processes: a refused handle lookup fails the call; with unlisted, each device is named and why", "[nvml]")
@@ -268,14 +277,11 @@ TEST_CASE("processes: a refused handle lookup fails the call; with unlisted, eac
     env.set("CUCTX_FAKE_NVML_PROCESSES", entry(4001, 0, 5));
     const auto attempt = loadNvml(CUCTX_FAKE_NVML_PATH);
     REQUIRE(attempt.nvml);
-    try {
-        cuctx::detail::processesFrom(attempt.nvml->api);
-        FAIL("no error");
-    } catch (const cuctx::Error& e) {
-        CHECK(e.condition() == Errc::driver_error);
-        CHECK(e.call() == "nvmlDeviceGetHandleByUUID");
-        CHECK_THAT(e.what(), Catch::Contains("device 1") && Catch::Contains("NVML_ERROR_NO_PERMISSION"));
-    }
+    const auto e = failureOf(attempt.nvml->api);
+    REQUIRE(e);
+    CHECK(e->condition() == Errc::driver_error);
+    CHECK(e->call() == "nvmlDeviceGetHandleByUUID");
+    CHECK_THAT(e->what(), Catch::Contains("device 1") && Catch::Contains("NVML_ERROR_NO_PERMISSION"));
     std::vector<cuctx::detail::Unlisted> unlisted;
     const auto list = cuctx::detail::processesFrom(attempt.nvml->api, &unlisted);
     CHECK(find(list, 4001) != nullptr);
