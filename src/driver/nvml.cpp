@@ -210,6 +210,11 @@ const NvmlApi& nvml(const char* who)
     return s->nvml->api;
 }
 
+std::string nvmlFailure(const NvmlApi& api, std::string_view call, NvmlReturn r)
+{
+    return std::string(call) + " failed with " + nvmlResultText(api, r);
+}
+
 const char* nvmlListCall(bool mps)
 {
     return mps ? "nvmlDeviceGetMPSComputeRunningProcesses" : "nvmlDeviceGetComputeRunningProcesses";

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cuctx::detail {
@@ -108,6 +109,10 @@ const NvmlApi& nvml(const char* who);
 
 /// "NVML_ERROR_NO_PERMISSION (4): Insufficient Permissions" and the like.
 std::string nvmlResultText(const NvmlApi& api, NvmlReturn r);
+
+/// "CALL failed with NAME (N): TEXT": how a refused NVML call reads wherever cuctx reports it, the form
+/// NvmlModeProblems documents (and doctor reads the name back from).
+std::string nvmlFailure(const NvmlApi& api, std::string_view call, NvmlReturn r);
 
 /// One process of nvmlDeviceGet{Compute,MPSCompute}RunningProcesses.
 struct NvmlProcess {

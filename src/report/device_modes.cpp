@@ -21,7 +21,7 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
     // otherwise says why, so that an absent field is never unexplained.
     auto answered = [&](std::string& problem, const char* call, NvmlReturn r) {
         if (r != kNvmlSuccess && r != kNvmlNotSupported)
-            problem = std::string(call) + " failed with " + nvmlResultText(api, r);
+            problem = nvmlFailure(api, call, r);
         return r == kNvmlSuccess;
     };
     int persistence = 0;
@@ -42,7 +42,7 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
             const NvmlReturn r = api.nvmlDeviceGetMigDeviceHandleByIndex(h, k, &instance);
             present += r == kNvmlSuccess;
             if (r != kNvmlSuccess && r != kNvmlNotFound)
-                p.migInstances = "nvmlDeviceGetMigDeviceHandleByIndex failed with " + nvmlResultText(api, r);
+                p.migInstances = nvmlFailure(api, "nvmlDeviceGetMigDeviceHandleByIndex", r);
         }
         if (p.migInstances.empty())
             m.migInstances = present;
@@ -52,7 +52,7 @@ void askNvml(const NvmlApi& api, NvmlDevice h, DeviceMode& m)
         NvmlReturn refused = kNvmlSuccess;
         const std::size_t clients = nvmlProcesses(api, h, true, &listed, &refused).size();
         if (refused != kNvmlSuccess)
-            p.mpsClients = std::string(nvmlListCall(true)) + " failed with " + nvmlResultText(api, refused);
+            p.mpsClients = nvmlFailure(api, nvmlListCall(true), refused);
         else if (listed) // else not supported here: absent, nothing to say
             m.mpsClients = static_cast<int>(clients);
     }

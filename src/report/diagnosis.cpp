@@ -268,7 +268,8 @@ void checkModes(Findings& f)
         f.add("mps", Severity::ok, "no device is shared through MPS");
 
     // What to do about one field's (or device's) problem: the advice that fits its cause, read from the
-    // error's name where NVML refused a call ("CALL failed with NAME (N): TEXT"), never from NVML's text.
+    // error's name where NVML refused a call (nvmlFailure's "CALL failed with NAME (N): TEXT"), never from
+    // NVML's text.
     auto nvmlFix = [](const std::string& why) -> std::string {
         constexpr std::string_view failed = " failed with ";
         const std::size_t at = why.find(failed);

@@ -83,7 +83,7 @@ std::vector<NvmlDevice> nvmlHandlesOf(const NvmlApi& api, const std::vector<std:
             d = nullptr;
             // NVML answers a UUID it does not know with NOT_FOUND, or for the MIG- guess INVALID_ARGUMENT.
             if (r != kNvmlNotFound && !(r == kNvmlInvalidArgument && name != uuid) && refused.empty())
-                refused = "nvmlDeviceGetHandleByUUID(" + name + ") failed with " + nvmlResultText(api, r);
+                refused = nvmlFailure(api, "nvmlDeviceGetHandleByUUID(" + name + ")", r);
         }
         if (d == nullptr && problems != nullptr)
             (*problems)[i] = refused.empty() ? "NVML does not know " + uuid : refused;
@@ -210,8 +210,7 @@ std::vector<GpuProcess> processesFrom(const NvmlApi& api, std::vector<Unlisted>*
             NvmlReturn refused = kNvmlSuccess; // only with `unlisted`: else a refusal throws
             lists[mps ? 1 : 0] = nvmlProcesses(api, handles[o], mps, &listed, unlisted != nullptr ? &refused : nullptr);
             if (refused != kNvmlSuccess) {
-                (*unlisted)[o] = {std::string(nvmlListCall(mps)) + " failed with " + nvmlResultText(api, refused),
-                                  nvmlListHint(refused), true};
+                (*unlisted)[o] = {nvmlFailure(api, nvmlListCall(mps), refused), nvmlListHint(refused), true};
                 if (!mps)
                     break;
             } else if (!mps && !listed && unlisted != nullptr) {
